@@ -1,0 +1,55 @@
+"""Facts about the machine and software a result was measured on.
+
+The framework-specific facts (its version, the GPU it sees, CUDA and cuDNN versions) are passed in
+by the notebook, which asks the framework itself; this module adds what Python can see on its own.
+"""
+
+import os
+import platform
+
+import numpy as np
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")
+
+
+def cpu_model():
+    """Return the CPU's model name (from /proc/cpuinfo on Linux, else platform.processor())."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def facts(framework, framework_version, device, gpus=(), cuda=None, cudnn=None, threads=None, extra=None):
+    """Return a dict of environment facts for a result record; GPU, CUDA and cuDNN as the framework reports them."""
+    gpus = list(gpus)
+    record = {
+        "os": platform.platform(),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "framework": framework,
+        "framework_version": str(framework_version),
+        "device": device,
+        "gpus": gpus,
+        "gpu_count": len(gpus),
+        "cuda": None if cuda is None else str(cuda),
+        "cudnn": None if cudnn is None else str(cudnn),
+        "threads": threads,
+        "thread_variables": {name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
+    }
+    if extra:
+        record.update(extra)
+    return record
+
+
+def hardware_label(environment):
+    """One short line naming the hardware of an environment-facts dict: the GPU when one was used, else the CPU."""
+    if str(environment.get("device", "")).startswith(("cuda", "gpu")) and environment.get("gpus"):
+        return "{} x{}".format(environment["gpus"][0], environment.get("gpu_count", 1))
+    return "{} ({} cores)".format(environment.get("cpu", "CPU"), environment.get("cpu_count", "?"))

@@ -1,0 +1,150 @@
+"""One JSON record per notebook run: what ran, on what, with which data, and what it measured.
+
+Schema (version 1); every key is present in every record, None where it does not apply:
+
+    schema_version  1
+    framework       "PyTorch", "TensorFlow", "Keras", ...
+    variant         None, or e.g. the Keras backend ("jax")
+    task            "cnn", "inference" or "rnn"
+    profile         "full", "quick" or "smoke"
+    status          "ok", "failed", "timeout" or "unavailable"
+    error           None, or the first line of what went wrong
+    data            {"source": "real" | "synthetic", "description": ...} (inference: fake images)
+    weights         inference: "imagenet" or "random"; None for the trained tasks
+    device          what the framework computed on, e.g. "cpu", "cuda:0"
+    environment     common.environment.facts(...)
+    params          the hyperparameters used (common.hyperparams.for_task)
+    timings         common.timing.training_timings(...) or inference_timings(...)
+    metrics         the headline figures: train_s and accuracy (cnn, rnn);
+                    s_per_1000_images and images_per_s, medians (inference)
+    notebook        the executed notebook's file name, set by the runner
+    started_at      ISO-8601 UTC time the notebook started
+    duration_s      seconds from start to the record being written
+"""
+
+import datetime
+import json
+import os
+import time
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "failed", "timeout", "unavailable")
+FIELDS = (
+    "schema_version", "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device",
+    "environment", "params", "timings", "metrics", "notebook", "started_at", "duration_s",
+)
+# The figure each task is ranked by, with its label and unit; lower is better for all three.
+HEADLINE = {
+    "cnn": ("train_s", "training time (s)"),
+    "inference": ("s_per_1000_images", "s per 1000 images"),
+    "rnn": ("train_s", "training time (s)"),
+}
+REQUIRED_METRICS = {
+    "cnn": ("train_s", "accuracy"),
+    "inference": ("s_per_1000_images", "images_per_s"),
+    "rnn": ("train_s", "accuracy"),
+}
+
+
+def new_record(framework, task, profile, variant=None, params=None):
+    """Start a record for a notebook run: identity, parameters and start time; the rest is filled in as it runs."""
+    record = dict.fromkeys(FIELDS)
+    record.update(
+        schema_version=SCHEMA_VERSION,
+        framework=framework,
+        variant=variant or None,
+        task=task,
+        profile=profile,
+        status="running",
+        params=dict(params or {}),
+        metrics={},
+        started_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+    record["_started"] = time.time()
+    return record
+
+
+def failure_record(framework, task, profile, status, error, variant=None, notebook=None, duration_s=None, params=None):
+    """Return a complete record for a run that produced none itself (it failed, timed out or could not start)."""
+    record = new_record(framework, task, profile, variant=variant, params=params)
+    record.pop("_started")
+    record.update(status=status, error=first_line(error), notebook=notebook, duration_s=duration_s)
+    check_record(record)
+    return record
+
+
+def first_line(text):
+    """The first non-empty line of a message, for tables (None stays None)."""
+    if text is None:
+        return None
+    for line in str(text).splitlines():
+        if line.strip():
+            return line.strip()
+    return str(text).strip()
+
+
+def check_record(record):
+    """Raise ValueError if a record lacks a schema field, has an unknown status, or an ok record lacks its metrics."""
+    missing = [key for key in FIELDS if key not in record]
+    if missing:
+        raise ValueError("result record lacks fields: {}".format(", ".join(missing)))
+    if record["schema_version"] != SCHEMA_VERSION:
+        raise ValueError("result record has schema version {}, expected {}".format(record["schema_version"], SCHEMA_VERSION))
+    if record["status"] not in STATUSES:
+        raise ValueError("result record has unknown status {!r}".format(record["status"]))
+    if record["status"] == "ok":
+        absent = [m for m in REQUIRED_METRICS[record["task"]] if (record.get("metrics") or {}).get(m) is None]
+        if absent:
+            raise ValueError("an ok {} record needs metrics: {}".format(record["task"], ", ".join(absent)))
+
+
+def _to_json(value):
+    """json.dump fallback for numpy scalars and arrays (numpy is not imported here)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError("cannot store {!r} in a result record".format(type(value).__name__))
+
+
+def write_result(path, record, status="ok"):
+    """Finish `record` (status, duration), check it, and write it as JSON to `path` atomically; '' writes nothing."""
+    record = dict(record)
+    started = record.pop("_started", None)
+    record["status"] = status
+    if started is not None:
+        record["duration_s"] = round(time.time() - started, 3)
+    check_record(record)
+    if path:
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            os.makedirs(directory)
+        partial = "{}.part-{}".format(path, os.getpid())
+        with open(partial, "w") as f:
+            json.dump(record, f, indent=2, sort_keys=True, default=_to_json)
+            f.write("\n")
+        os.replace(partial, path)
+    return record
+
+
+def read_result(path):
+    """Read and check a result record written by write_result."""
+    with open(path) as f:
+        record = json.load(f)
+    check_record(record)
+    return record
+
+
+def summary_line(record):
+    """One human line for the end of a notebook: framework, task, headline figure and accuracy."""
+    key, label = HEADLINE[record["task"]]
+    metrics = record.get("metrics") or {}
+    parts = ["{} {}".format(record["framework"], record["task"])]
+    if record.get("variant"):
+        parts[0] += " ({})".format(record["variant"])
+    if metrics.get(key) is not None:
+        parts.append("{}: {:.3f}".format(label, metrics[key]))
+    if metrics.get("accuracy") is not None:
+        parts.append("accuracy: {:.4f}".format(metrics["accuracy"]))
+    parts.append("on {} with {} data".format(record.get("device"), (record.get("data") or {}).get("source", "?")))
+    return ", ".join(parts)

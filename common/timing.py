@@ -1,0 +1,74 @@
+"""Honest timing: a timer that synchronises the device before reading the clock, and repeat summaries.
+
+Deep-learning frameworks queue work on the device and return at once, so a timer must wait for the
+device before it starts and before it stops. Every framework passes its own `sync` callable
+(torch.cuda.synchronize, jax's block_until_ready, mx.nd.waitall, ...); on a CPU it may be None.
+"""
+
+import statistics
+import time
+
+
+class Timer(object):
+    """Context manager measuring wall time of a block, calling `sync()` before starting and before stopping.
+
+    >>> with Timer(sync) as t:
+    ...     train_one_epoch()
+    >>> t.elapsed  # seconds
+    """
+
+    def __init__(self, sync=None):
+        self.sync = sync
+        self.start = None
+        self.elapsed = None
+
+    def __enter__(self):
+        if self.sync is not None:
+            self.sync()
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        if self.sync is not None:
+            self.sync()
+        self.elapsed = time.perf_counter() - self.start
+        return False
+
+
+def summarize(samples):
+    """Return median, min, max, mean, standard deviation and count of a list of timings in seconds."""
+    samples = [float(s) for s in samples]
+    if not samples:
+        raise ValueError("summarize needs at least one sample")
+    return {
+        "median": statistics.median(samples),
+        "min": min(samples),
+        "max": max(samples),
+        "mean": statistics.mean(samples),
+        "stdev": statistics.stdev(samples) if len(samples) > 1 else 0.0,
+        "n": len(samples),
+    }
+
+
+def training_timings(epoch_seconds):
+    """Summarise per-epoch training times: total, the first epoch apart (warm-up, autotune), the rest's median."""
+    epoch_seconds = [float(s) for s in epoch_seconds]
+    steady = epoch_seconds[1:] or epoch_seconds
+    return {
+        "train_s": sum(epoch_seconds),
+        "epochs_s": epoch_seconds,
+        "first_epoch_s": epoch_seconds[0],
+        "epoch_s": summarize(steady),
+    }
+
+
+def inference_timings(pass_seconds, images_per_pass, warmup_s):
+    """Summarise timed passes over the same images: seconds per 1000 images and images/s as median and spread."""
+    per_1000 = [1000.0 * s / images_per_pass for s in pass_seconds]
+    return {
+        "warmup_s": float(warmup_s),
+        "passes_s": [float(s) for s in pass_seconds],
+        "images_per_pass": images_per_pass,
+        "s_per_1000_images": summarize(per_1000),
+        "images_per_s": summarize([images_per_pass / s for s in pass_seconds]),
+    }

@@ -1,0 +1,61 @@
+import json
+
+import numpy as np
+import pytest
+
+from common import environment, results
+
+
+def finished_cnn_record():
+    record = results.new_record("PyTorch", "cnn", "smoke", params={"epochs": 1})
+    record.update(data={"source": "synthetic", "description": "x"}, device="cpu",
+                  environment=environment.facts("PyTorch", "2.0", "cpu", threads=2))
+    record["metrics"] = {"train_s": np.float64(1.5), "accuracy": np.float32(0.5)}
+    return record
+
+
+def test_write_and_read_round_trip(tmp_path):
+    path = tmp_path / "sub" / "r.json"
+    written = results.write_result(str(path), finished_cnn_record())
+    stored = results.read_result(str(path))
+    assert stored == json.loads(json.dumps(written, default=float))
+    assert stored["status"] == "ok" and stored["schema_version"] == results.SCHEMA_VERSION
+    assert stored["duration_s"] >= 0 and stored["started_at"].endswith("Z")
+    assert stored["metrics"]["accuracy"] == 0.5
+    assert set(stored) == set(results.FIELDS)
+    assert [p.name for p in path.parent.iterdir()] == ["r.json"]
+
+
+def test_empty_path_writes_nothing_but_checks():
+    record = results.write_result("", finished_cnn_record())
+    assert record["status"] == "ok"
+
+
+def test_ok_record_without_metrics_is_refused():
+    record = finished_cnn_record()
+    record["metrics"] = {"train_s": 1.0}
+    with pytest.raises(ValueError, match="accuracy"):
+        results.write_result("", record)
+
+
+def test_unknown_status_is_refused():
+    with pytest.raises(ValueError, match="status"):
+        results.write_result("", finished_cnn_record(), status="great")
+
+
+def test_failure_record_keeps_the_first_line():
+    record = results.failure_record("PyTorch", "rnn", "quick", "failed", "\nValueError: bad\n  more", notebook="x.ipynb")
+    assert record["error"] == "ValueError: bad" and record["metrics"] == {}
+
+
+def test_summary_line_names_the_headline():
+    line = results.summary_line(results.write_result("", finished_cnn_record()))
+    assert "training time (s): 1.500" in line and "accuracy: 0.5000" in line and "synthetic" in line
+
+
+def test_environment_facts_and_hardware_label():
+    cpu = environment.facts("PyTorch", "2.0", "cpu", threads=2)
+    assert cpu["python"] and cpu["numpy"] == np.__version__ and cpu["gpu_count"] == 0
+    assert "cores" in environment.hardware_label(cpu)
+    gpu = environment.facts("PyTorch", "2.0", "cuda:0", gpus=["NVIDIA H100"], cuda="12.8", cudnn=90100)
+    assert environment.hardware_label(gpu) == "NVIDIA H100 x1" and gpu["cudnn"] == "90100"

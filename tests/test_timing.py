@@ -1,0 +1,49 @@
+import time
+
+import pytest
+
+from common import timing
+
+
+def test_timer_syncs_before_start_and_before_stop():
+    events = []
+
+    def slow_sync():
+        events.append("sync")
+        time.sleep(0.05)  # a device that is still busy when the host code returns
+
+    with timing.Timer(slow_sync) as t:
+        events.append("work")
+    assert events == ["sync", "work", "sync"]
+    assert t.elapsed >= 0.05  # the stop sync is inside the measured time, the start sync is not
+    assert t.elapsed < 0.1
+
+
+def test_timer_without_sync_and_on_error():
+    with pytest.raises(RuntimeError):
+        with timing.Timer() as t:
+            raise RuntimeError("boom")
+    assert t.elapsed is not None and t.elapsed >= 0
+
+
+def test_summarize_median_and_spread():
+    s = timing.summarize([3.0, 1.0, 2.0, 10.0])
+    assert (s["median"], s["min"], s["max"], s["n"]) == (2.5, 1.0, 10.0, 4)
+    assert timing.summarize([2.0])["stdev"] == 0.0
+    with pytest.raises(ValueError):
+        timing.summarize([])
+
+
+def test_training_timings_keep_the_first_epoch_apart():
+    t = timing.training_timings([5.0, 2.0, 2.2])
+    assert t["train_s"] == pytest.approx(9.2)
+    assert t["first_epoch_s"] == 5.0
+    assert t["epoch_s"]["median"] == pytest.approx(2.1)
+    assert timing.training_timings([4.0])["epoch_s"]["median"] == 4.0
+
+
+def test_inference_timings_per_1000_images():
+    t = timing.inference_timings([0.5, 0.4, 0.6], images_per_pass=100, warmup_s=3.0)
+    assert t["s_per_1000_images"]["median"] == pytest.approx(5.0)
+    assert t["images_per_s"]["median"] == pytest.approx(200.0)
+    assert t["warmup_s"] == 3.0
