@@ -3,9 +3,9 @@ import os
 
 import numpy as np
 import pytest
+from conftest import make_cifar10_tarball, make_imdb_npz
 
 from common import datasets
-from conftest import make_cifar10_tarball, make_imdb_npz
 
 
 def remote_for(path, name="TEST", algorithm="sha256", digest=None):

@@ -1,0 +1,140 @@
+"""What can run: the framework environments, the frameworks and their variants, and the notebook of each task."""
+
+import dataclasses
+from pathlib import Path
+from typing import Optional
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPO / "notebooks"
+ENVS_DIR = REPO / ".envs"  # a dot folder: nothing in it can shadow an importable package
+JUPYTER_DIR = REPO / ".jupyter"  # project-local Jupyter data path holding the kernel specs
+REQUIREMENTS_DIR = REPO / "envs"
+
+TASK_NOTEBOOK = {"cnn": "CNN", "inference": "Inference", "rnn": "RNN"}
+TASK_TITLES = {
+    "cnn": "CNN: VGG-style net trained on CIFAR-10",
+    "inference": "Inference: ResNet-50 features (2048-d)",
+    "rnn": "RNN: embedding + GRU on IMDB",
+}
+
+
+class SelectionError(ValueError):
+    """A framework, task or environment name that the catalog does not know."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """A virtual environment under .envs/ with its pinned requirements and its Jupyter kernel."""
+
+    name: str
+    display_name: str
+    python: Optional[str] = None  # "3.6" etc.; None: the interpreter that runs the setup
+    kernel_env: tuple[tuple[str, str], ...] = ()  # extra environment variables of the kernel
+
+    @property
+    def path(self) -> Path:
+        return ENVS_DIR / self.name
+
+    @property
+    def requirements(self) -> Path:
+        return REQUIREMENTS_DIR / (self.name + ".txt")
+
+    @property
+    def kernel_name(self) -> str:
+        return "rosetta-" + self.name
+
+    @property
+    def python_path(self) -> Path:
+        return self.path / "bin" / "python"
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One row of a framework in the table: the environment it runs in and parameters that select it."""
+
+    name: Optional[str]
+    env: str
+    parameters: tuple[tuple[str, str], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Framework:
+    """A framework of the Rosetta stone: its command-line key, its label, and its notebooks' name prefix."""
+
+    key: str
+    label: str
+    notebook_prefix: str
+    variants: tuple[Variant, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One notebook run: a framework variant on one task."""
+
+    framework: Framework
+    variant: Variant
+    task: str
+
+    @property
+    def notebook(self) -> Path:
+        return NOTEBOOKS / "{}_{}.ipynb".format(self.framework.notebook_prefix, TASK_NOTEBOOK[self.task])
+
+    @property
+    def stem(self) -> str:
+        """File name stem of this run's outputs, e.g. PyTorch_CNN or Keras_CNN-jax."""
+        stem = self.notebook.stem
+        return stem + "-" + self.variant.name if self.variant.name else stem
+
+    @property
+    def label(self) -> str:
+        return self.framework.label + (" ({})".format(self.variant.name) if self.variant.name else "")
+
+    @property
+    def environment(self) -> Environment:
+        return ENVIRONMENTS[self.variant.env]
+
+
+ENVIRONMENTS: dict[str, Environment] = {
+    env.name: env
+    for env in (
+        Environment("runner", "Rosetta runner"),
+        Environment("pytorch", "Rosetta: PyTorch"),
+    )
+}
+
+FRAMEWORKS: tuple[Framework, ...] = (
+    Framework("pytorch", "PyTorch", "PyTorch", (Variant(None, "pytorch"),)),
+)
+
+
+def framework_keys():
+    """The command-line names of all frameworks, in table order."""
+    return [f.key for f in FRAMEWORKS]
+
+
+def select(frameworks=None, tasks=None):
+    """Return the jobs for the named frameworks and tasks (all when None), raising SelectionError on unknown names."""
+    known_tasks = list(TASK_NOTEBOOK)
+    tasks = tasks or known_tasks
+    unknown = [t for t in tasks if t not in TASK_NOTEBOOK]
+    if unknown:
+        raise SelectionError("unknown task {}; known tasks: {}".format(", ".join(unknown), ", ".join(known_tasks)))
+    by_key = {f.key: f for f in FRAMEWORKS}
+    keys = frameworks or framework_keys()
+    unknown = [k for k in keys if k.lower() not in by_key]
+    if unknown:
+        raise SelectionError(
+            "unknown framework {}; known frameworks: {}".format(", ".join(unknown), ", ".join(framework_keys()))
+        )
+    return [
+        Job(by_key[key.lower()], variant, task)
+        for key in keys
+        for variant in by_key[key.lower()].variants
+        for task in tasks
+    ]
+
+
+def environments_for(jobs):
+    """The environments the jobs need, each once, in catalog order."""
+    names = {job.variant.env for job in jobs}
+    return [env for env in ENVIRONMENTS.values() if env.name in names]

@@ -1,0 +1,252 @@
+"""The command line of run_all.py: run notebooks, set up environments, run the tests, rebuild reports.
+
+Arguments are checked before anything is built, so a typo costs a one-line error (exit 2), not a
+setup. Everything except argument checking runs inside the runner's own environment (.envs/runner),
+which this module creates and then re-executes itself in.
+"""
+
+import argparse
+import ast
+import datetime
+import os
+import sys
+import time
+from pathlib import Path
+
+from common import datasets, hyperparams
+from runner import catalog, environments
+
+COMMANDS = ("run", "setup", "test", "report", "list")
+DEFAULT_TIMEOUT = {"smoke": 600, "quick": 1800, "full": 4 * 3600}
+USAGE_ERROR = 2
+
+
+class UsageError(ValueError):
+    """Bad input on the command line; reported in one line with exit status 2."""
+
+
+def _names(text):
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _override(text):
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError("expected KEY=VALUE, got {!r}".format(text))
+    try:
+        parsed = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        parsed = value
+    return key.strip(), parsed
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors become UsageError (one line, exit 2) instead of usage text."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def build_parser():
+    """The argument parser of run_all.py."""
+    parser = _Parser(
+        prog="run_all.py",
+        description="Run the DL Rosetta Stone notebooks on their framework kernels and build the results table.",
+        epilog="Commands: run (default), setup, test, report, list. `run_all.py COMMAND -h` explains each.",
+    )
+    sub = parser.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", help="set up what is missing, run the notebooks, write table and plot")
+    run.add_argument("-f", "--frameworks", type=_names, help="comma-separated, default all: " +
+                     ", ".join(catalog.framework_keys()))
+    run.add_argument("-t", "--tasks", type=_names, help="comma-separated, default all: " +
+                     ", ".join(catalog.TASK_NOTEBOOK))
+    run.add_argument("-p", "--profile", default="quick", help="one of: {} (default quick)".format(
+        "; ".join("{} = {}".format(k, v) for k, v in hyperparams.PROFILE_NOTES.items())))
+    run.add_argument("--data", default="auto", help="auto (default), real or synthetic")
+    run.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    run.add_argument("--threads", type=int, default=0, help="CPU threads every framework uses (0: its default)")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--set", dest="overrides", type=_override, action="append", default=[], metavar="KEY=VALUE",
+                     help="override a hyperparameter of the profile, e.g. --set epochs=2 (repeatable)")
+    run.add_argument("--timeout", type=float, help="seconds per notebook (default: smoke 600, quick 1800, full 14400)")
+    run.add_argument("--results", type=Path, default=catalog.REPO / "results", help="folder for run folders")
+    run.add_argument("--no-setup", action="store_true", help="fail instead of building missing environments")
+    run.add_argument("-q", "--quiet", action="store_true", help="hide the notebooks' own output")
+
+    setup = sub.add_parser("setup", help="build the environments and kernels (all, or those named)")
+    setup.add_argument("envs", nargs="*", help="environment names, default all: " + ", ".join(catalog.ENVIRONMENTS))
+
+    test = sub.add_parser("test", help="build the environments, then run ruff and pytest (arguments go to pytest)")
+    test.add_argument("pytest_args", nargs=argparse.REMAINDER)
+
+    report = sub.add_parser("report", help="rebuild table and plot from a results folder")
+    report.add_argument("run_dir", type=Path)
+
+    sub.add_parser("list", help="frameworks, tasks and environments, and which environments are built")
+    return parser
+
+
+def parse(argv):
+    """Parse and check arguments; `run` is the default command. Raises UsageError on bad input."""
+    argv = list(argv)
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
+        argv.insert(0, "run")
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        try:
+            hyperparams.check_profile(args.profile)
+            args.jobs = catalog.select(args.frameworks, args.tasks)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        if args.data not in datasets.SOURCES:
+            raise UsageError("unknown data source {!r}; use one of: {}".format(args.data, ", ".join(datasets.SOURCES)))
+        args.overrides = dict(args.overrides)
+        tasks = sorted({job.task for job in args.jobs})
+        for key in args.overrides:
+            if not any(key in hyperparams.for_task(task, args.profile) for task in tasks):
+                raise UsageError("--set {}: no selected task has that hyperparameter".format(key))
+        if args.timeout is None:
+            args.timeout = DEFAULT_TIMEOUT[args.profile]
+        if args.timeout <= 0 or args.threads < 0:
+            raise UsageError("--timeout must be positive and --threads not negative")
+    if args.command == "setup":
+        unknown = [name for name in args.envs if name not in catalog.ENVIRONMENTS]
+        if unknown:
+            raise UsageError("unknown environment {}; known environments: {}".format(
+                ", ".join(unknown), ", ".join(catalog.ENVIRONMENTS)))
+    if args.command == "report" and not args.run_dir.is_dir():
+        raise UsageError("no such results folder: {}".format(args.run_dir))
+    return args
+
+
+def in_runner_env():
+    """True when this process runs on the runner environment's interpreter."""
+    return Path(sys.prefix).resolve() == catalog.ENVIRONMENTS["runner"].path.resolve()
+
+
+def main(argv=None):
+    """Entry point of run_all.py; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = parse(argv)
+    except UsageError as error:
+        print("run_all.py: error: {}".format(error), file=sys.stderr)
+        return USAGE_ERROR
+    if args.command == "list":
+        return list_catalog()
+    if not in_runner_env():
+        try:
+            environments.ensure(catalog.ENVIRONMENTS["runner"])
+        except environments.SetupError as error:
+            print("run_all.py: error: {}".format(error), file=sys.stderr)
+            return 1
+        python = str(catalog.ENVIRONMENTS["runner"].python_path)
+        sys.stdout.flush()
+        os.execv(python, [python, str(catalog.REPO / "run_all.py")] + list(argv))
+    environments.use_project_kernels()
+    return {"run": run, "setup": setup, "test": test, "report": report}[args.command](args)
+
+
+def list_catalog():
+    """Print frameworks with their variants and environments, tasks, and environment status."""
+    print("Frameworks:")
+    for framework in catalog.FRAMEWORKS:
+        for variant in framework.variants:
+            print("  {:12s} {:20s} env {}".format(framework.key, framework.label + (
+                " ({})".format(variant.name) if variant.name else ""), variant.env))
+    print("Tasks: " + ", ".join(catalog.TASK_NOTEBOOK))
+    print("Profiles: " + ", ".join(hyperparams.PROFILES))
+    print("Environments (.envs/):")
+    for env in catalog.ENVIRONMENTS.values():
+        print("  " + environments.status_line(env))
+    return 0
+
+
+def setup(args):
+    """Build the named environments (all by default); exit 1 if any failed."""
+    names = args.envs or list(catalog.ENVIRONMENTS)
+    failed = []
+    for name in names:
+        try:
+            environments.ensure(catalog.ENVIRONMENTS[name])
+        except environments.SetupError as error:
+            print("[setup] {}: FAILED: {}".format(name, error))
+            failed.append(name)
+    return 1 if failed else 0
+
+
+def test(args):
+    """Build every environment the tests use, then run pytest (which also runs ruff) in the runner environment."""
+    if setup(argparse.Namespace(envs=[])) != 0:
+        print("run_all.py: error: an environment could not be built; the tests need all of them", file=sys.stderr)
+        return 1
+    os.chdir(str(catalog.REPO))
+    sys.stdout.flush()
+    pytest_args = [a for a in args.pytest_args if a != "--"]
+    os.execv(sys.executable, [sys.executable, "-m", "pytest"] + pytest_args)
+
+
+def report(args):
+    """Rebuild the table and plot of an existing results folder."""
+    from runner import report as reporting
+
+    print(reporting.write_report(args.run_dir))
+    return 0
+
+
+def _clock(seconds):
+    return "{:d}:{:02d}".format(int(seconds // 60), int(seconds % 60))
+
+
+def run(args):
+    """Set up missing environments, run every selected notebook, write the report; exit 1 if any notebook failed."""
+    from common import results
+    from runner import execution
+    from runner import report as reporting
+
+    unavailable = {}
+    for env in catalog.environments_for(args.jobs):
+        if args.no_setup and not environments.is_ready(env):
+            print("run_all.py: error: environment {} is missing; build it with `python3 run_all.py setup {}`".format(
+                env.name, env.name), file=sys.stderr)
+            return USAGE_ERROR
+        try:
+            environments.ensure(env)
+        except environments.SetupError as error:
+            print("[setup] {}: FAILED: {}".format(env.name, error))
+            unavailable[env.name] = str(error)
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir = args.results / "{}-{}".format(stamp, args.profile)
+    run_dir.mkdir(parents=True, exist_ok=False)
+    print("Running {} notebooks, profile {}, data {}, into {}".format(len(args.jobs), args.profile, args.data, run_dir))
+    parameters = {"data_source": args.data, "device": args.device, "threads": args.threads, "seed": args.seed}
+    started, failures = time.time(), 0
+    try:
+        for number, job in enumerate(args.jobs, 1):
+            prefix = "[{}/{} {}]".format(number, len(args.jobs), _clock(time.time() - started))
+            task_overrides = {k: v for k, v in args.overrides.items()
+                              if k in hyperparams.for_task(job.task, args.profile)}
+            if job.variant.env in unavailable:
+                record = results.failure_record(job.framework.label, job.task, args.profile, "unavailable",
+                                                unavailable[job.variant.env], variant=job.variant.name)
+                results.write_result(str(run_dir / (job.stem + execution.RECORD_SUFFIX)), record, "unavailable")
+            else:
+                print("{} {} on kernel {} ...".format(prefix, job.stem, job.environment.kernel_name))
+                sys.stdout.flush()
+                record = execution.run_job(job, run_dir, args.profile, dict(parameters, overrides=task_overrides),
+                                           args.timeout, show_output=not args.quiet)
+            failures += record["status"] != "ok"
+            outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]
+            print("{} {}: {} after {:.0f} s; {}".format(prefix, job.stem, record["status"].upper(),
+                                                       record.get("duration_s") or 0, outcome))
+    except KeyboardInterrupt:
+        print("\nInterrupted: writing the table of what finished.")
+        failures += 1
+    text = reporting.write_report(run_dir)
+    print()
+    print(text)
+    print("Executed notebooks, records, results.md/.csv/.json and results.png are in {} ({} in all)".format(
+        run_dir, _clock(time.time() - started)))
+    return 1 if failures else 0

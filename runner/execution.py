@@ -1,0 +1,102 @@
+"""Run one notebook with papermill on its kernel, under a deadline, and always leave a result record.
+
+The executed notebook is saved after every cell, so a failure or a timeout keeps what ran. A
+notebook that writes no record of its own (it failed, timed out or its kernel died) gets one from
+the runner with the status and the first line of the error.
+"""
+
+import logging
+import sys
+import time
+
+import nbformat
+import papermill
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+from common import results
+from runner import environments
+
+RECORD_SUFFIX = ".result.json"
+
+
+class _CellOutputToConsole(logging.Handler):
+    """Shows the notebook's own output (papermill's log_output) indented under the runner's progress lines."""
+
+    def emit(self, record):
+        message = record.getMessage()
+        if message.startswith(("Executing", "Input Notebook", "Output Notebook", "Working directory")):
+            return
+        for line in message.rstrip().splitlines():
+            if line.strip():
+                sys.stdout.write("    | " + line + "\n")
+        sys.stdout.flush()
+
+
+def _install_log_handler():
+    logger = logging.getLogger("papermill")
+    if not any(isinstance(h, _CellOutputToConsole) for h in logger.handlers):
+        logger.addHandler(_CellOutputToConsole())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout, show_output=True):
+    """Execute a notebook; return (status, error) where status is 'ok', 'failed' or 'timeout'.
+
+    `timeout` bounds the whole notebook: each cell may use only what is left of it.
+    """
+    environments.use_project_kernels()
+    if show_output:
+        _install_log_handler()
+    deadline = time.monotonic() + timeout
+    try:
+        papermill.execute_notebook(
+            str(input_path), str(output_path), parameters=parameters, kernel_name=kernel_name, cwd=str(cwd),
+            log_output=show_output, progress_bar=False, start_timeout=120, request_save_on_cell_execute=True,
+            execution_timeout=timeout, timeout_func=lambda cell: max(1, int(deadline - time.monotonic())),
+        )
+        return "ok", None
+    except papermill.PapermillExecutionError as error:
+        return "failed", "{}: {}".format(error.ename, results.first_line(error.evalue) or "")
+    except CellTimeoutError:
+        _note_in_notebook(output_path, "The runner stopped this notebook: it ran past its {} s limit.".format(timeout))
+        return "timeout", "stopped after {} s (the notebook's time limit)".format(timeout)
+    except DeadKernelError as error:
+        return "failed", "kernel died: {}".format(results.first_line(str(error)))
+    except Exception as error:  # noqa: BLE001 - any other failure becomes this notebook's row, the run goes on
+        return "failed", "{}: {}".format(type(error).__name__, results.first_line(str(error)))
+
+
+def _note_in_notebook(path, text):
+    """Append a markdown cell saying why the notebook stopped, so the saved copy explains itself."""
+    try:
+        notebook = nbformat.read(str(path), as_version=4)
+        notebook.cells.append(nbformat.v4.new_markdown_cell("**Runner:** " + text))
+        nbformat.write(notebook, str(path))
+    except (OSError, ValueError):
+        pass
+
+
+def run_job(job, run_dir, profile, parameters, timeout, show_output=True):
+    """Run one catalog job into `run_dir`; return its result record (the notebook's own, or a failure record)."""
+    output = run_dir / (job.stem + ".ipynb")
+    record_path = run_dir / (job.stem + RECORD_SUFFIX)
+    params = dict(parameters, profile=profile, result_path=str(record_path))
+    params.update(dict(job.variant.parameters))
+    started = time.time()
+    status, error = run_notebook(job.notebook, output, job.environment.kernel_name, params, run_dir, timeout,
+                                 show_output)
+    elapsed = round(time.time() - started, 3)
+    record = None
+    if status == "ok":
+        try:
+            record = results.read_result(str(record_path))
+        except (OSError, ValueError) as problem:
+            status, error = "failed", "the notebook ran but left no valid result record ({})".format(
+                results.first_line(str(problem)))
+    if record is None:
+        record = results.failure_record(job.framework.label, job.task, profile, status, error,
+                                        variant=job.variant.name, duration_s=elapsed)
+    record["notebook"] = output.name
+    results.write_result(str(record_path), record, status=record["status"])
+    return record

@@ -1,0 +1,154 @@
+"""Turn a run's result records into the comparison table (Markdown, CSV, JSON) and a plot, one panel per task."""
+
+import csv
+import json
+from pathlib import Path
+
+from common import environment, results
+from runner import catalog
+from runner.execution import RECORD_SUFFIX
+
+CSV_COLUMNS = (
+    "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device", "hardware",
+    "framework_version", "threads", "train_s", "first_epoch_s", "epoch_s_median", "accuracy",
+    "s_per_1000_images", "s_per_1000_images_min", "s_per_1000_images_max", "images_per_s", "warmup_s",
+    "duration_s", "notebook",
+)
+
+
+def load_records(run_dir):
+    """Read every result record in a run folder, in table order (task, then framework)."""
+    records = [results.read_result(str(p)) for p in sorted(Path(run_dir).glob("*" + RECORD_SUFFIX))]
+    task_order = list(catalog.TASK_NOTEBOOK)
+    framework_order = [f.label for f in catalog.FRAMEWORKS]
+
+    def key(record):
+        framework = record["framework"]
+        rank = framework_order.index(framework) if framework in framework_order else len(framework_order)
+        return task_order.index(record["task"]), rank, framework, record.get("variant") or ""
+
+    return sorted(records, key=key)
+
+
+def row(record):
+    """Flatten a record into the CSV/JSON table row."""
+    metrics = record.get("metrics") or {}
+    timings = record.get("timings") or {}
+    env = record.get("environment") or {}
+    per_1000 = timings.get("s_per_1000_images") or {}
+    return {
+        "framework": record["framework"],
+        "variant": record.get("variant"),
+        "task": record["task"],
+        "profile": record["profile"],
+        "status": record["status"],
+        "error": record.get("error"),
+        "data": (record.get("data") or {}).get("source"),
+        "weights": record.get("weights"),
+        "device": record.get("device"),
+        "hardware": environment.hardware_label(env) if env else None,
+        "framework_version": env.get("framework_version"),
+        "threads": env.get("threads"),
+        "train_s": metrics.get("train_s"),
+        "first_epoch_s": timings.get("first_epoch_s"),
+        "epoch_s_median": (timings.get("epoch_s") or {}).get("median"),
+        "accuracy": metrics.get("accuracy"),
+        "s_per_1000_images": metrics.get("s_per_1000_images"),
+        "s_per_1000_images_min": per_1000.get("min"),
+        "s_per_1000_images_max": per_1000.get("max"),
+        "images_per_s": metrics.get("images_per_s"),
+        "warmup_s": timings.get("warmup_s"),
+        "duration_s": record.get("duration_s"),
+        "notebook": record.get("notebook"),
+    }
+
+
+def _label(r):
+    return r["framework"] + (" ({})".format(r["variant"]) if r["variant"] else "")
+
+
+def _num(value, digits=1):
+    return "" if value is None else "{:.{}f}".format(value, digits)
+
+
+def _status(r):
+    return "ok" if r["status"] == "ok" else "{}: {}".format(r["status"], (r["error"] or "").replace("|", "/"))
+
+
+def markdown(records, title="Results"):
+    """The comparison table as Markdown: a header naming profile and hardware, then one table per task."""
+    rows = [row(r) for r in records]
+    lines = ["## " + title, ""]
+    profiles = sorted({r["profile"] for r in rows})
+    hardware = sorted({r["hardware"] for r in rows if r["hardware"]})
+    lines.append("Profile: {}. Hardware: {}.".format(", ".join(profiles) or "-", "; ".join(hardware) or "-"))
+    for task, heading in catalog.TASK_TITLES.items():
+        task_rows = [r for r in rows if r["task"] == task]
+        if not task_rows:
+            continue
+        lines += ["", "### " + heading, ""]
+        if task == "inference":
+            lines += ["| Framework | Version | Device | Weights | s / 1000 images (median) | min - max | images/s | Status |",
+                      "|---|---|---|---|---:|---:|---:|---|"]
+            for r in task_rows:
+                spread = "" if r["s_per_1000_images_min"] is None else "{} - {}".format(
+                    _num(r["s_per_1000_images_min"], 2), _num(r["s_per_1000_images_max"], 2))
+                lines.append("| {} | {} | {} | {} | {} | {} | {} | {} |".format(
+                    _label(r), r["framework_version"] or "", r["device"] or "", r["weights"] or "",
+                    _num(r["s_per_1000_images"], 2), spread, _num(r["images_per_s"]), _status(r)))
+        else:
+            lines += ["| Framework | Version | Device | Data | Training (s) | First epoch (s) | Epoch (s, median) "
+                      "| Accuracy | Status |", "|---|---|---|---|---:|---:|---:|---:|---|"]
+            for r in task_rows:
+                lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+                    _label(r), r["framework_version"] or "", r["device"] or "", r["data"] or "",
+                    _num(r["train_s"]), _num(r["first_epoch_s"]), _num(r["epoch_s_median"]),
+                    _num(r["accuracy"], 3), _status(r)))
+    return "\n".join(lines) + "\n"
+
+
+def plot(records, path):
+    """Save a PNG with one bar chart per task of the headline figure (lower is better), accuracy annotated."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [row(r) for r in records]
+    tasks = [t for t in catalog.TASK_NOTEBOOK if any(r["task"] == t for r in rows)] or list(catalog.TASK_NOTEBOOK)
+    figure, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.2), squeeze=False)
+    for axis, task in zip(axes[0], tasks):
+        key, label = results.HEADLINE[task]
+        task_rows = [r for r in rows if r["task"] == task]
+        names = [_label(r) for r in task_rows]
+        values = [r[key] if r[key] is not None else 0.0 for r in task_rows]
+        bars = axis.barh(names, values, color=["tab:blue" if r["status"] == "ok" else "tab:red" for r in task_rows])
+        for bar, r in zip(bars, task_rows):
+            note = r["status"] if r["status"] != "ok" else (
+                "acc {:.3f}".format(r["accuracy"]) if r["accuracy"] is not None else "{:.1f} img/s".format(r["images_per_s"]))
+            axis.annotate(" " + note, (bar.get_width(), bar.get_y() + bar.get_height() / 2), va="center", fontsize=8)
+        axis.set_title(catalog.TASK_TITLES[task], fontsize=9)
+        axis.set_xlabel(label + ", lower is better", fontsize=8)
+        axis.invert_yaxis()
+        axis.margins(x=0.35)
+    profiles = ", ".join(sorted({r["profile"] for r in rows})) or "-"
+    figure.suptitle("DL Rosetta Stone, profile {}".format(profiles), fontsize=10)
+    figure.tight_layout()
+    figure.savefig(str(path), dpi=120)
+    plt.close(figure)
+
+
+def write_report(run_dir):
+    """Write results.md, results.csv, results.json and results.png into a run folder; return the Markdown."""
+    run_dir = Path(run_dir)
+    records = load_records(run_dir)
+    text = markdown(records, title="Results of {}".format(run_dir.name))
+    (run_dir / "results.md").write_text(text)
+    rows = [row(r) for r in records]
+    with open(str(run_dir / "results.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    (run_dir / "results.json").write_text(json.dumps({"rows": rows, "records": records}, indent=1) + "\n")
+    plot(records, run_dir / "results.png")
+    return text

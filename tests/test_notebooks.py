@@ -1,0 +1,36 @@
+"""Smoke runs: every notebook of every framework, through papermill on its own kernel, on tiny synthetic data."""
+
+import json
+
+import pytest
+
+from common import hyperparams
+from runner import catalog, environments, execution
+
+JOBS = catalog.select()
+
+
+@pytest.mark.parametrize("job", JOBS, ids=lambda job: job.stem)
+def test_notebook_runs_on_its_kernel(job, tmp_path):
+    if not environments.is_ready(job.environment):
+        pytest.fail("environment {} is not built: run `python3 run_all.py setup {}`".format(
+            job.environment.name, job.environment.name))
+    parameters = {"data_source": "synthetic", "device": "auto", "threads": 2, "seed": 0, "overrides": {}}
+    record = execution.run_job(job, tmp_path, "smoke", parameters, timeout=600, show_output=False)
+    assert record["status"] == "ok", record["error"]
+    assert record["framework"] == job.framework.label and record["task"] == job.task
+    assert record["params"] == hyperparams.for_task(job.task, "smoke")
+    assert record["environment"]["framework_version"] and record["environment"]["threads"] == 2
+    assert record["device"] and record["data"]["source"] == "synthetic"
+    if job.task == "inference":
+        assert record["weights"] in ("imagenet", "random")
+        assert record["metrics"]["images_per_s"] > 0
+        assert len(record["timings"]["passes_s"]) == record["params"]["repeats"]
+    else:
+        assert 0.0 <= record["metrics"]["accuracy"] <= 1.0
+        assert len(record["timings"]["epochs_s"]) == record["params"]["epochs"]
+    executed = json.loads((tmp_path / (job.stem + ".ipynb")).read_text())
+    assert any("injected-parameters" in c["metadata"].get("tags", []) for c in executed["cells"])
+    # the executed copy went to the results folder; the stored notebook stays without outputs
+    stored = json.loads(job.notebook.read_text())
+    assert all(not c.get("outputs") for c in stored["cells"] if c["cell_type"] == "code")

@@ -1,0 +1,117 @@
+"""Checks on the repository itself: notebook shape, no stored outputs, pins in step, lint, common's Python floor."""
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner import catalog
+
+NOTEBOOKS = sorted(catalog.NOTEBOOKS.glob("*.ipynb"))
+# The sections of each task, in order, by cell tag; `parameters` is the first code cell of every notebook.
+SKELETON = {
+    "CNN": ["parameters", "imports", "setup", "data", "model", "training", "evaluation", "results"],
+    "Inference": ["parameters", "imports", "setup", "data", "model", "inference", "results"],
+    "RNN": ["parameters", "imports", "setup", "data", "model", "training", "evaluation", "results"],
+}
+PARAMETER_NAMES = ["profile", "overrides", "data_source", "device", "threads", "seed", "result_path"]
+
+
+def load(path):
+    return json.loads(Path(path).read_text())
+
+
+def test_every_framework_has_a_notebook_per_task():
+    assert {job.notebook for job in catalog.select()} <= set(NOTEBOOKS)
+    assert NOTEBOOKS, "no notebooks found"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_stored_without_outputs(path):
+    for cell in load(path)["cells"]:
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None, path.name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_follows_its_task_skeleton(path):
+    notebook = load(path)
+    task = path.stem.split("_", 1)[1]
+    tags = []
+    for cell in notebook["cells"]:
+        for tag in cell["metadata"].get("tags", []):
+            if not tags or tags[-1] != tag:
+                tags.append(tag)
+    assert tags == SKELETON[task], path.name
+    code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
+    assert code[0]["metadata"]["tags"] == ["parameters"]
+    assigned = [node.targets[0].id for node in ast.parse("".join(code[0]["source"])).body]
+    assert assigned == PARAMETER_NAMES, "the parameters cell must define the same names in every notebook"
+    assert all(cell["metadata"].get("tags") for cell in notebook["cells"][1:]), "every cell after the title is tagged"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_names_its_kernel_and_imports_no_star(path):
+    notebook = load(path)
+    framework = next(f for f in catalog.FRAMEWORKS if path.stem.startswith(f.notebook_prefix + "_"))
+    kernels = {catalog.ENVIRONMENTS[v.env].kernel_name for v in framework.variants}
+    assert notebook["metadata"]["kernelspec"]["name"] in kernels
+    source = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
+    assert not re.search(r"^\s*from\s+\S+\s+import\s+\*", source, re.M)
+
+
+def test_hyperparameters_are_not_repeated_in_notebooks():
+    for path in NOTEBOOKS:
+        source = "".join("".join(c["source"]) for c in load(path)["cells"] if c["cell_type"] == "code")
+        assert not re.search(r"\b(lr|learning_rate|momentum|epochs|batch_size)\s*=\s*[0-9]", source), path.name
+
+
+def test_environment_yml_pins_equal_the_runner_requirements():
+    def pins(lines):
+        return sorted(line.strip().lstrip("- ").strip() for line in lines if "==" in line and not line.strip().startswith("#"))
+
+    yml = (catalog.REPO / "environment.yml").read_text().splitlines()
+    txt = (catalog.REQUIREMENTS_DIR / "runner.txt").read_text().splitlines()
+    assert pins(yml) == pins(txt) and pins(txt)
+
+
+def test_every_environment_has_exact_pins():
+    for env in catalog.ENVIRONMENTS.values():
+        for line in env.requirements.read_text().splitlines():
+            line = line.split("#")[0].strip()
+            if line and not line.startswith("-"):
+                assert "==" in line, "{}: {} is not pinned exactly".format(env.requirements.name, line)
+
+
+def test_common_imports_no_framework():
+    frameworks = {"torch", "tensorflow", "keras", "jax", "flax", "mxnet", "chainer", "cntk", "papermill", "matplotlib"}
+    for path in (catalog.REPO / "common").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not {n.split(".")[0] for n in names} & frameworks, path.name
+
+
+def test_common_public_names_have_docstrings():
+    for path in (catalog.REPO / "common").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        assert ast.get_docstring(tree), path.name
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                assert ast.get_docstring(node), "{}: {}".format(path.name, node.name)
+
+
+def test_common_parses_as_python_3_6():
+    for path in (catalog.REPO / "common").glob("*.py"):
+        ast.parse(path.read_text(), feature_version=(3, 6))
+        assert "dataclass" not in path.read_text() and "from __future__ import annotations" not in path.read_text()
+
+
+def test_ruff_is_clean():
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(catalog.REPO)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,128 @@
+"""The runner on fixture notebooks: one that works, one that raises, one that hangs, one that writes no record."""
+
+import json
+import time
+
+import pytest
+
+from runner import catalog, cli, environments, report
+
+FIXTURES = catalog.REPO / "tests" / "fixtures"
+FIXTURE_FRAMEWORKS = tuple(
+    catalog.Framework(key, key.capitalize(), key.capitalize() if key != "ok" else "OK", (catalog.Variant(None, "runner"),))
+    for key in ("ok", "raises", "hangs", "silent")
+)
+
+
+@pytest.fixture
+def fixture_catalog(monkeypatch):
+    """Point the catalog at the fixture notebooks, which run on the runner environment's own kernel."""
+    if not environments.is_ready(catalog.ENVIRONMENTS["runner"]):
+        pytest.fail("the runner environment is not built: run `python3 run_all.py setup runner`")
+    monkeypatch.setattr(catalog, "NOTEBOOKS", FIXTURES)
+    monkeypatch.setattr(catalog, "FRAMEWORKS", FIXTURE_FRAMEWORKS)
+
+
+def run_dirs(results):
+    return sorted(p for p in results.iterdir() if p.is_dir())
+
+
+def test_a_failure_and_a_hang_are_recorded_and_the_run_goes_on(fixture_catalog, tmp_path, capsys):
+    started = time.monotonic()
+    status = cli.main(["run", "-f", "raises,hangs,silent,ok", "-t", "cnn", "-p", "smoke", "--timeout", "10",
+                       "--results", str(tmp_path), "--set", "epochs=2"])
+    assert time.monotonic() - started < 120
+    assert status == 1  # some notebooks failed, after all of them ran
+    (run_dir,) = run_dirs(tmp_path)
+    records = {r["framework"]: r for r in report.load_records(run_dir)}
+    assert records["Raises"]["status"] == "failed"
+    assert records["Raises"]["error"] == "ValueError: planted failure for the runner tests"
+    assert records["Hangs"]["status"] == "timeout" and "10" in records["Hangs"]["error"]
+    assert records["Silent"]["status"] == "failed" and "no valid result record" in records["Silent"]["error"]
+    assert records["OK"]["status"] == "ok" and records["OK"]["metrics"]["train_s"] == 1.25
+    assert records["OK"]["params"] == {"epochs": 2}  # --set reached the notebook as a papermill parameter
+    # every executed notebook is kept, the failed ones with what they printed before failing
+    for name in ("Raises_CNN", "Hangs_CNN", "Silent_CNN", "OK_CNN"):
+        assert (run_dir / (name + ".ipynb")).exists()
+        assert records[name.split("_")[0]]["notebook"] == name + ".ipynb"
+    raised = json.loads((run_dir / "Raises_CNN.ipynb").read_text())
+    assert "about to fail" in json.dumps(raised["cells"][-1]["outputs"])
+    hung = json.loads((run_dir / "Hangs_CNN.ipynb").read_text())
+    assert "ran past its 10" in "".join(hung["cells"][-1]["source"])
+    # the table names every row with its status
+    table = (run_dir / "results.md").read_text()
+    assert "failed: ValueError: planted failure" in table and "timeout: stopped after 10" in table
+    assert (run_dir / "results.png").stat().st_size > 1000
+    assert len((run_dir / "results.csv").read_text().strip().splitlines()) == 5
+    out = capsys.readouterr().out
+    assert "[1/4" in out and "RAISES" not in out and "Raises_CNN: FAILED" in out and "OK_CNN: OK" in out
+
+
+def test_report_rebuilds_from_a_results_folder(fixture_catalog, tmp_path, capsys):
+    assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--results", str(tmp_path), "-q"]) == 0
+    (run_dir,) = run_dirs(tmp_path)
+    (run_dir / "results.md").unlink()
+    assert cli.main(["report", str(run_dir)]) == 0
+    assert "| OK |" in (run_dir / "results.md").read_text()
+    assert "fixture ran with" not in capsys.readouterr().out  # -q hides the notebook's output
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-f", "tensorflw"], "unknown framework tensorflw; known frameworks: pytorch"),
+    (["-t", "gan"], "unknown task gan"),
+    (["-p", "fast"], "unknown profile 'fast'"),
+    (["--data", "fake"], "unknown data source 'fake'"),
+    (["--set", "epochs"], "expected KEY=VALUE"),
+    (["--set", "depth=3"], "no selected task has that hyperparameter"),
+    (["--timeout", "0"], "--timeout must be positive"),
+    (["setup", "tensorflow"], "unknown environment tensorflow"),
+    (["report", "/nonexistent/run"], "no such results folder"),
+    (["--frobnicate"], "unrecognized arguments"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_missing_environment_with_no_setup_is_exit_2(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(environments, "is_ready", lambda env: False)
+    assert cli.main(["-f", "pytorch", "--no-setup", "--results", str(tmp_path)]) == 2
+    assert "environment pytorch is missing" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_environment_that_cannot_be_built_gives_unavailable_rows(monkeypatch, tmp_path, capsys):
+    def refuse(env, say=print):
+        raise environments.SetupError("environment pytorch needs Python 3.99, which was not found")
+
+    monkeypatch.setattr(environments, "ensure", refuse)
+    assert cli.main(["-f", "pytorch", "-p", "smoke", "--results", str(tmp_path)]) == 1
+    (run_dir,) = run_dirs(tmp_path)
+    records = report.load_records(run_dir)
+    assert [r["status"] for r in records] == ["unavailable"] * 3
+    assert "unavailable: environment pytorch needs Python 3.99" in (run_dir / "results.md").read_text()
+
+
+def test_selection_and_job_names():
+    jobs = catalog.select(["PyTorch"], ["rnn", "cnn"])
+    assert [job.stem for job in jobs] == ["PyTorch_RNN", "PyTorch_CNN"]
+    assert all(job.notebook.exists() for job in catalog.select())
+    assert {job.environment.kernel_name for job in catalog.select()} == {"rosetta-pytorch"}
+
+
+def test_kernel_specs_live_in_the_project(monkeypatch):
+    env = catalog.ENVIRONMENTS["runner"]
+    spec = json.loads(environments.kernel_spec_path(env).read_text())
+    assert spec["argv"][0] == str(env.python_path)
+    assert str(environments.kernel_spec_path(env)).startswith(str(catalog.REPO / ".jupyter"))
+    monkeypatch.setenv("JUPYTER_PATH", "/elsewhere")
+    assert environments.jupyter_path_env()["JUPYTER_PATH"].split(":") == [str(catalog.JUPYTER_DIR), "/elsewhere"]
+
+
+def test_find_python_finds_this_interpreter_and_reports_missing_ones():
+    import sys
+
+    version = "{}.{}".format(*sys.version_info[:2])
+    assert environments.find_python(version) is not None
+    assert environments.find_python("2.1") is None
