@@ -196,8 +196,8 @@ def synthetic_cifar10(train_samples=50000, test_samples=10000, seed=0):
         for start in range(0, count, 5000):
             stop = min(start + 5000, count)
             n = stop - start
-            pixels = 0.5 + 0.08 * templates[labels[start:stop]]
-            pixels += rng.normal(0.0, 0.3, size=(n, 3, 32, 32))
+            pixels = 0.5 + 0.2 * templates[labels[start:stop]]
+            pixels += rng.normal(0.0, 0.25, size=(n, 3, 32, 32))
             pixels += rng.uniform(-0.15, 0.15, size=(n, 1, 1, 1))  # brightness
             shifts = rng.randint(-3, 4, size=n)  # horizontal jitter, so position alone is no giveaway
             for shift in np.unique(shifts):

@@ -50,9 +50,9 @@ FULL = {
 PROFILES = {
     "full": {},
     "quick": {
-        "cnn": {"epochs": 1, "train_samples": 5000, "test_samples": 1024},
+        "cnn": {"epochs": 1, "train_samples": 10000, "test_samples": 1024},
         "inference": {"batches": 2, "repeats": 3},
-        "rnn": {"epochs": 1, "train_samples": 5000, "test_samples": 1024},
+        "rnn": {"epochs": 1, "train_samples": 10000, "test_samples": 1024},
     },
     "smoke": {
         "cnn": {"epochs": 1, "train_samples": 256, "test_samples": 128},

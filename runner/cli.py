@@ -239,8 +239,9 @@ def run(args):
                                            args.timeout, show_output=not args.quiet)
             failures += record["status"] != "ok"
             outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]
-            print("{} {}: {} after {:.0f} s; {}".format(prefix, job.stem, record["status"].upper(),
-                                                       record.get("duration_s") or 0, outcome))
+            print("[{}/{} {}] {}: {} after {:.0f} s; {}".format(
+                number, len(args.jobs), _clock(time.time() - started), job.stem, record["status"].upper(),
+                record.get("duration_s") or 0, outcome))
     except KeyboardInterrupt:
         print("\nInterrupted: writing the table of what finished.")
         failures += 1

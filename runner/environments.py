@@ -73,7 +73,9 @@ def is_ready(env):
 def write_kernel_spec(env):
     """Register `env`'s interpreter as the Jupyter kernel rosetta-<name> in .jupyter/."""
     spec = {
-        "argv": [str(env.python_path), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        # log level ERROR: the kernel's own start-up chatter (e.g. the plain-TCP notice) stays out of run logs
+        "argv": [str(env.python_path), "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                 "--IPKernelApp.log_level=ERROR"],
         "display_name": env.display_name,
         "language": "python",
         "metadata": {"debugger": False},
@@ -101,6 +103,7 @@ def use_project_kernels():
 def ensure(env, say=print, heartbeat=20.0):
     """Build `env` unless it is ready; print progress while pip works. Raise SetupError on failure."""
     if is_ready(env):
+        write_kernel_spec(env)  # cheap, and keeps the spec current when this code changes it
         say("[setup] {}: ready ({})".format(env.name, env.path.relative_to(catalog.REPO)))
         return False
     python = find_python(env.python)

@@ -24,7 +24,7 @@ class _CellOutputToConsole(logging.Handler):
 
     def emit(self, record):
         message = record.getMessage()
-        if message.startswith(("Executing", "Input Notebook", "Output Notebook", "Working directory")):
+        if message.startswith(("Executing", "Ending Cell", "Input Notebook", "Output Notebook", "Working directory")):
             return
         for line in message.rstrip().splitlines():
             if line.strip():

@@ -3,7 +3,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import make_cifar10_tarball, make_imdb_npz
+from formats import make_cifar10_tarball, make_imdb_npz
 
 from common import datasets
 
