@@ -9,7 +9,8 @@ import platform
 
 import numpy as np
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
+                    "TF_NUM_INTEROP_THREADS")
 
 
 def cpu_model():
@@ -22,6 +23,30 @@ def cpu_model():
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def prepare(threads=0, device="auto"):
+    """Set up this process before a framework is imported: CPU threads and, for device="cpu", no visible GPU.
+
+    threads > 0 pins the process to that many cores and sets the thread-pool variables that PyTorch,
+    TensorFlow, XLA and the BLAS libraries read at start-up, so every framework computes with the same
+    number of threads. Returns the number of usable cores afterwards.
+    """
+    if threads:
+        for name in THREAD_VARIABLES:
+            os.environ[name] = str(threads)
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:threads])
+    if device == "cpu":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    return usable_cores()
+
+
+def usable_cores():
+    """The number of CPU cores this process may run on (its affinity where the OS tells, else the CPU count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def facts(framework, framework_version, device, gpus=(), cuda=None, cudnn=None, threads=None, extra=None):

@@ -15,6 +15,8 @@ class Timer(object):
     >>> with Timer(sync) as t:
     ...     train_one_epoch()
     >>> t.elapsed  # seconds
+
+    `begin()` and `end()` do the same for code that cannot wrap a block, such as framework callbacks.
     """
 
     def __init__(self, sync=None):
@@ -22,16 +24,25 @@ class Timer(object):
         self.start = None
         self.elapsed = None
 
-    def __enter__(self):
+    def begin(self):
+        """Synchronise, then start the clock; returns the timer (for callbacks that cannot use `with`)."""
         if self.sync is not None:
             self.sync()
         self.start = time.perf_counter()
         return self
 
-    def __exit__(self, exc_type, exc, traceback):
+    def end(self):
+        """Synchronise, then stop the clock; returns the elapsed seconds."""
         if self.sync is not None:
             self.sync()
         self.elapsed = time.perf_counter() - self.start
+        return self.elapsed
+
+    def __enter__(self):
+        return self.begin()
+
+    def __exit__(self, exc_type, exc, traceback):
+        self.end()
         return False
 
 
@@ -50,8 +61,12 @@ def summarize(samples):
     }
 
 
-def training_timings(epoch_seconds):
-    """Summarise per-epoch training times: total, the first epoch apart (warm-up, autotune), the rest's median."""
+def training_timings(epoch_seconds, compile_s=None):
+    """Summarise per-epoch training times: total, the first epoch apart (warm-up, autotune), the rest's median.
+
+    `compile_s` is the time spent tracing and compiling the training step before the first epoch, for
+    frameworks that compile ahead (None where compilation happens inside the first epoch).
+    """
     epoch_seconds = [float(s) for s in epoch_seconds]
     steady = epoch_seconds[1:] or epoch_seconds
     return {
@@ -59,6 +74,7 @@ def training_timings(epoch_seconds):
         "epochs_s": epoch_seconds,
         "first_epoch_s": epoch_seconds[0],
         "epoch_s": summarize(steady),
+        "compile_s": None if compile_s is None else float(compile_s),
     }
 
 

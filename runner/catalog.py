@@ -40,6 +40,15 @@ class Environment:
         return REQUIREMENTS_DIR / (self.name + ".txt")
 
     @property
+    def gpu_requirements(self) -> Path:
+        """The GPU build's requirements (envs/<name>-gpu.txt) where they differ from the CPU build's."""
+        gpu = REQUIREMENTS_DIR / (self.name + "-gpu.txt")
+        return gpu if gpu.exists() else self.requirements
+
+    def requirements_for(self, gpu: bool) -> Path:
+        return self.gpu_requirements if gpu else self.requirements
+
+    @property
     def kernel_name(self) -> str:
         return "rosetta-" + self.name
 
@@ -99,11 +108,20 @@ ENVIRONMENTS: dict[str, Environment] = {
     for env in (
         Environment("runner", "Rosetta runner"),
         Environment("pytorch", "Rosetta: PyTorch"),
+        Environment("tensorflow", "Rosetta: TensorFlow"),
+        Environment("jax", "Rosetta: JAX"),
     )
 }
 
 FRAMEWORKS: tuple[Framework, ...] = (
     Framework("pytorch", "PyTorch", "PyTorch", (Variant(None, "pytorch"),)),
+    Framework("tensorflow", "TensorFlow", "TensorFlow", (Variant(None, "tensorflow"),)),
+    Framework("keras", "Keras", "Keras", (
+        Variant("tensorflow", "tensorflow", (("backend", "tensorflow"),)),
+        Variant("jax", "jax", (("backend", "jax"),)),
+        Variant("torch", "pytorch", (("backend", "torch"),)),
+    )),
+    Framework("jax", "JAX", "JAX", (Variant(None, "jax"),)),
 )
 
 

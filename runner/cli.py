@@ -13,10 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from common import datasets, hyperparams
+from common import hyperparams
 from runner import catalog, environments
 
 COMMANDS = ("run", "setup", "test", "report", "list")
+DATA_SOURCES = ("auto", "real", "synthetic")  # common.datasets.SOURCES, which needs numpy: this runs before it exists
 DEFAULT_TIMEOUT = {"smoke": 600, "quick": 1800, "full": 4 * 3600}
 USAGE_ERROR = 2
 
@@ -65,17 +66,21 @@ def build_parser():
         "; ".join("{} = {}".format(k, v) for k, v in hyperparams.PROFILE_NOTES.items())))
     run.add_argument("--data", default="auto", help="auto (default), real or synthetic")
     run.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    run.add_argument("--threads", type=int, default=0, help="CPU threads every framework uses (0: its default)")
+    run.add_argument("--threads", type=int, help="CPU cores every framework may use (default: all of this "
+                     "machine's, {}; 0 leaves it to each framework)".format(usable_cores()))
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--set", dest="overrides", type=_override, action="append", default=[], metavar="KEY=VALUE",
                      help="override a hyperparameter of the profile, e.g. --set epochs=2 (repeatable)")
     run.add_argument("--timeout", type=float, help="seconds per notebook (default: smoke 600, quick 1800, full 14400)")
     run.add_argument("--results", type=Path, default=catalog.REPO / "results", help="folder for run folders")
     run.add_argument("--no-setup", action="store_true", help="fail instead of building missing environments")
+    run.add_argument("--gpu", action="store_true", help="build missing environments with their GPU packages")
     run.add_argument("-q", "--quiet", action="store_true", help="hide the notebooks' own output")
 
     setup = sub.add_parser("setup", help="build the environments and kernels (all, or those named)")
     setup.add_argument("envs", nargs="*", help="environment names, default all: " + ", ".join(catalog.ENVIRONMENTS))
+    setup.add_argument("--gpu", action="store_true", help="GPU builds (envs/<name>-gpu.txt where there is one)")
+    setup.add_argument("--cpu", action="store_true", help="CPU builds, replacing GPU builds")
 
     test = sub.add_parser("test", help="build the environments, then run ruff and pytest (arguments go to pytest)")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER)
@@ -99,8 +104,10 @@ def parse(argv):
             args.jobs = catalog.select(args.frameworks, args.tasks)
         except ValueError as error:
             raise UsageError(str(error)) from None
-        if args.data not in datasets.SOURCES:
-            raise UsageError("unknown data source {!r}; use one of: {}".format(args.data, ", ".join(datasets.SOURCES)))
+        if args.data not in DATA_SOURCES:
+            raise UsageError("unknown data source {!r}; use one of: {}".format(args.data, ", ".join(DATA_SOURCES)))
+        if args.threads is None:
+            args.threads = usable_cores()
         args.overrides = dict(args.overrides)
         tasks = sorted({job.task for job in args.jobs})
         for key in args.overrides:
@@ -111,6 +118,8 @@ def parse(argv):
         if args.timeout <= 0 or args.threads < 0:
             raise UsageError("--timeout must be positive and --threads not negative")
     if args.command == "setup":
+        if args.gpu and args.cpu:
+            raise UsageError("--gpu and --cpu exclude each other")
         unknown = [name for name in args.envs if name not in catalog.ENVIRONMENTS]
         if unknown:
             raise UsageError("unknown environment {}; known environments: {}".format(
@@ -118,6 +127,11 @@ def parse(argv):
     if args.command == "report" and not args.run_dir.is_dir():
         raise UsageError("no such results folder: {}".format(args.run_dir))
     return args
+
+
+def usable_cores():
+    """CPU cores this process may use (same rule as common.environment.usable_cores, without numpy)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def in_runner_env():
@@ -169,7 +183,7 @@ def setup(args):
     failed = []
     for name in names:
         try:
-            environments.ensure(catalog.ENVIRONMENTS[name])
+            environments.ensure(catalog.ENVIRONMENTS[name], gpu=True if args.gpu else (False if args.cpu else None))
         except environments.SetupError as error:
             print("[setup] {}: FAILED: {}".format(name, error))
             failed.append(name)
@@ -178,7 +192,7 @@ def setup(args):
 
 def test(args):
     """Build every environment the tests use, then run pytest (which also runs ruff) in the runner environment."""
-    if setup(argparse.Namespace(envs=[])) != 0:
+    if setup(argparse.Namespace(envs=[], gpu=False, cpu=False)) != 0:
         print("run_all.py: error: an environment could not be built; the tests need all of them", file=sys.stderr)
         return 1
     os.chdir(str(catalog.REPO))
@@ -212,7 +226,7 @@ def run(args):
                 env.name, env.name), file=sys.stderr)
             return USAGE_ERROR
         try:
-            environments.ensure(env)
+            environments.ensure(env, gpu=True if args.gpu else None)
         except environments.SetupError as error:
             print("[setup] {}: FAILED: {}".format(env.name, error))
             unavailable[env.name] = str(error)

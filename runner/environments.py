@@ -45,12 +45,21 @@ def find_python(version):
     return None
 
 
-def stamp_for(env, python):
-    """What an environment is built from: its requirements' hash and its interpreter's version."""
-    requirements = env.requirements.read_bytes()
+def stamp_for(env, python, gpu):
+    """What an environment is built from: CPU or GPU build, its requirements' hash, its interpreter's version."""
+    requirements = env.requirements_for(gpu).read_bytes()
     version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    return {"requirements_sha256": hashlib.sha256(requirements).hexdigest(), "python": version}
+    return {"build": "gpu" if gpu else "cpu", "requirements_sha256": hashlib.sha256(requirements).hexdigest(),
+            "python": version}
+
+
+def built_for_gpu(env):
+    """True if `env` was built from its GPU requirements, False if from the CPU ones, None if not built."""
+    try:
+        return json.loads((env.path / STAMP).read_text())["build"] == "gpu"
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def kernel_spec_path(env):
@@ -58,16 +67,19 @@ def kernel_spec_path(env):
     return catalog.JUPYTER_DIR / "kernels" / env.kernel_name / "kernel.json"
 
 
-def is_ready(env):
-    """True when `env` exists, matches its requirements, and its kernel is registered."""
-    stamp_file = env.path / STAMP
-    if not (stamp_file.exists() and env.python_path.exists() and kernel_spec_path(env).exists()):
+def is_ready(env, gpu=None):
+    """True when `env` exists, matches its requirements file, and its kernel is registered.
+
+    gpu=None accepts whichever build is there; True or False asks for the GPU or the CPU build.
+    """
+    built_gpu = built_for_gpu(env)
+    if built_gpu is None or (gpu is not None and gpu != built_gpu):
         return False
-    try:
-        recorded = json.loads(stamp_file.read_text())
-        return recorded["requirements_sha256"] == hashlib.sha256(env.requirements.read_bytes()).hexdigest()
-    except (OSError, ValueError, KeyError):
+    if not (env.python_path.exists() and kernel_spec_path(env).exists()):
         return False
+    recorded = json.loads((env.path / STAMP).read_text())
+    expected = hashlib.sha256(env.requirements_for(built_gpu).read_bytes()).hexdigest()
+    return recorded.get("requirements_sha256") == expected
 
 
 def write_kernel_spec(env):
@@ -100,9 +112,13 @@ def use_project_kernels():
     os.environ["JUPYTER_PATH"] = jupyter_path_env()["JUPYTER_PATH"]
 
 
-def ensure(env, say=print, heartbeat=20.0):
-    """Build `env` unless it is ready; print progress while pip works. Raise SetupError on failure."""
-    if is_ready(env):
+def ensure(env, gpu=None, say=print, heartbeat=20.0):
+    """Build `env` unless it is ready; print progress while pip works. Raise SetupError on failure.
+
+    gpu=True builds from envs/<name>-gpu.txt where that exists; None keeps whichever build is there
+    and builds the CPU one when there is none.
+    """
+    if is_ready(env, gpu):
         write_kernel_spec(env)  # cheap, and keeps the spec current when this code changes it
         say("[setup] {}: ready ({})".format(env.name, env.path.relative_to(catalog.REPO)))
         return False
@@ -110,20 +126,22 @@ def ensure(env, say=print, heartbeat=20.0):
     if python is None:
         raise SetupError("environment {} needs Python {}, which was not found on PATH, under pyenv or conda"
                          .format(env.name, env.python))
-    if not env.requirements.exists():
-        raise SetupError("environment {} has no requirements file {}".format(env.name, env.requirements))
-    stamp = stamp_for(env, python)
+    gpu = bool(gpu)
+    requirements = env.requirements_for(gpu)
+    if not requirements.exists():
+        raise SetupError("environment {} has no requirements file {}".format(env.name, requirements))
+    stamp = stamp_for(env, python, gpu)
     if env.path.exists():
         say("[setup] {}: requirements changed or build incomplete; rebuilding".format(env.name))
         shutil.rmtree(str(env.path))
     log_path = catalog.ENVS_DIR / (env.name + ".log")
     catalog.ENVS_DIR.mkdir(exist_ok=True)
     say("[setup] {}: creating with Python {} from {} (log: {})".format(
-        env.name, stamp["python"], env.requirements.relative_to(catalog.REPO), log_path.relative_to(catalog.REPO)))
+        env.name, stamp["python"], requirements.relative_to(catalog.REPO), log_path.relative_to(catalog.REPO)))
     started = time.time()
     with open(str(log_path), "w") as log:
         _run_logged([python, "-m", "venv", str(env.path)], log, env, say, heartbeat)
-        _run_logged([str(env.python_path), "-m", "pip", "install", "--progress-bar", "off", "-r", str(env.requirements)],
+        _run_logged([str(env.python_path), "-m", "pip", "install", "--progress-bar", "off", "-r", str(requirements)],
                     log, env, say, heartbeat)
     site = subprocess.run([str(env.python_path), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
@@ -173,4 +191,5 @@ def _size(path):
 
 def status_line(env):
     """One line saying whether `env` is ready, for `run_all.py list`."""
-    return "{:10s} {:8s} {}".format(env.name, "ready" if is_ready(env) else "missing", env.requirements.name)
+    build = {True: "GPU build", False: "CPU build", None: ""}[built_for_gpu(env)]
+    return "{:10s} {:8s} {}".format(env.name, "ready" if is_ready(env) else "missing", build)

@@ -59,3 +59,15 @@ def test_environment_facts_and_hardware_label():
     assert "cores" in environment.hardware_label(cpu)
     gpu = environment.facts("PyTorch", "2.0", "cuda:0", gpus=["NVIDIA H100"], cuda="12.8", cudnn=90100)
     assert environment.hardware_label(gpu) == "NVIDIA H100 x1" and gpu["cudnn"] == "90100"
+
+
+def test_prepare_pins_threads_and_hides_gpus(monkeypatch):
+    fake_environ = {}
+    monkeypatch.setattr(environment.os, "environ", fake_environ)  # the real environment stays untouched
+    calls = []
+    monkeypatch.setattr(environment.os, "sched_setaffinity", lambda pid, cpus: calls.append(list(cpus)), raising=False)
+    monkeypatch.setattr(environment.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    environment.prepare(threads=2, device="cpu")
+    assert calls == [[0, 1]]
+    assert all(fake_environ[name] == "2" for name in environment.THREAD_VARIABLES)
+    assert fake_environ["CUDA_VISIBLE_DEVICES"] == ""

@@ -68,14 +68,15 @@ def test_report_rebuilds_from_a_results_folder(fixture_catalog, tmp_path, capsys
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["-f", "tensorflw"], "unknown framework tensorflw; known frameworks: pytorch"),
+    (["-f", "tensorflw"], "unknown framework tensorflw; known frameworks: pytorch, tensorflow, keras, jax"),
     (["-t", "gan"], "unknown task gan"),
     (["-p", "fast"], "unknown profile 'fast'"),
     (["--data", "fake"], "unknown data source 'fake'"),
     (["--set", "epochs"], "expected KEY=VALUE"),
     (["--set", "depth=3"], "no selected task has that hyperparameter"),
     (["--timeout", "0"], "--timeout must be positive"),
-    (["setup", "tensorflow"], "unknown environment tensorflow"),
+    (["setup", "mxnet"], "unknown environment mxnet"),
+    (["setup", "--gpu", "--cpu"], "--gpu and --cpu exclude each other"),
     (["report", "/nonexistent/run"], "no such results folder"),
     (["--frobnicate"], "unrecognized arguments"),
 ])
@@ -93,7 +94,7 @@ def test_missing_environment_with_no_setup_is_exit_2(monkeypatch, tmp_path, caps
 
 
 def test_an_environment_that_cannot_be_built_gives_unavailable_rows(monkeypatch, tmp_path, capsys):
-    def refuse(env, say=print):
+    def refuse(env, gpu=None, say=print):
         raise environments.SetupError("environment pytorch needs Python 3.99, which was not found")
 
     monkeypatch.setattr(environments, "ensure", refuse)
@@ -108,7 +109,13 @@ def test_selection_and_job_names():
     jobs = catalog.select(["PyTorch"], ["rnn", "cnn"])
     assert [job.stem for job in jobs] == ["PyTorch_RNN", "PyTorch_CNN"]
     assert all(job.notebook.exists() for job in catalog.select())
-    assert {job.environment.kernel_name for job in catalog.select()} == {"rosetta-pytorch"}
+    keras = catalog.select(["keras"], ["cnn"])
+    assert [(job.stem, job.label, job.environment.kernel_name) for job in keras] == [
+        ("Keras_CNN-tensorflow", "Keras (tensorflow)", "rosetta-tensorflow"),
+        ("Keras_CNN-jax", "Keras (jax)", "rosetta-jax"),
+        ("Keras_CNN-torch", "Keras (torch)", "rosetta-pytorch"),
+    ]
+    assert [dict(job.variant.parameters) for job in keras] == [{"backend": b} for b in ("tensorflow", "jax", "torch")]
 
 
 def test_kernel_specs_live_in_the_project(monkeypatch):
@@ -126,3 +133,20 @@ def test_find_python_finds_this_interpreter_and_reports_missing_ones():
     version = "{}.{}".format(*sys.version_info[:2])
     assert environments.find_python(version) is not None
     assert environments.find_python("2.1") is None
+
+
+def test_the_command_line_starts_without_numpy_or_papermill():
+    """run_all.py checks its arguments and builds the runner environment on a bare Python."""
+    import subprocess
+    import sys
+
+    blocker = "import sys; sys.modules.update(numpy=None, papermill=None, nbformat=None, matplotlib=None); "
+    code = blocker + "from runner import cli; raise SystemExit(cli.main(['-p', 'fast']))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=str(catalog.REPO), capture_output=True, text=True)
+    assert out.returncode == 2 and "unknown profile 'fast'" in out.stderr, out.stderr
+
+
+def test_data_sources_match_common():
+    from common import datasets
+
+    assert sorted(cli.DATA_SOURCES) == sorted(datasets.SOURCES)

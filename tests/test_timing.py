@@ -47,3 +47,14 @@ def test_inference_timings_per_1000_images():
     assert t["s_per_1000_images"]["median"] == pytest.approx(5.0)
     assert t["images_per_s"]["median"] == pytest.approx(200.0)
     assert t["warmup_s"] == 3.0
+
+
+def test_begin_and_end_for_callbacks():
+    calls = []
+    timer = timing.Timer(lambda: calls.append(1)).begin()
+    assert timer.end() >= 0 and calls == [1, 1] and timer.elapsed is not None
+
+
+def test_compile_time_is_kept_apart():
+    assert timing.training_timings([2.0], compile_s=1.5)["compile_s"] == 1.5
+    assert timing.training_timings([2.0])["compile_s"] is None
