@@ -108,7 +108,8 @@ ENVIRONMENTS: dict[str, Environment] = {
     for env in (
         Environment("runner", "Rosetta runner"),
         Environment("pytorch", "Rosetta: PyTorch"),
-        Environment("tensorflow", "Rosetta: TensorFlow"),
+        # TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's C++ start-up INFO lines stay out of the run log; warnings remain.
+        Environment("tensorflow", "Rosetta: TensorFlow", kernel_env=(("TF_CPP_MIN_LOG_LEVEL", "1"),)),
         Environment("jax", "Rosetta: JAX"),
     )
 }

@@ -10,7 +10,7 @@ from runner.execution import RECORD_SUFFIX
 
 CSV_COLUMNS = (
     "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device", "hardware",
-    "framework_version", "threads", "train_s", "first_epoch_s", "epoch_s_median", "accuracy",
+    "framework_version", "threads", "compile_s", "train_s", "first_epoch_s", "epoch_s_median", "accuracy",
     "s_per_1000_images", "s_per_1000_images_min", "s_per_1000_images_max", "images_per_s", "warmup_s",
     "duration_s", "notebook",
 )
@@ -20,12 +20,12 @@ def load_records(run_dir):
     """Read every result record in a run folder, in table order (task, then framework)."""
     records = [results.read_result(str(p)) for p in sorted(Path(run_dir).glob("*" + RECORD_SUFFIX))]
     task_order = list(catalog.TASK_NOTEBOOK)
-    framework_order = [f.label for f in catalog.FRAMEWORKS]
+    row_order = [(f.label, v.name) for f in catalog.FRAMEWORKS for v in f.variants]  # the catalog's order
 
     def key(record):
-        framework = record["framework"]
-        rank = framework_order.index(framework) if framework in framework_order else len(framework_order)
-        return task_order.index(record["task"]), rank, framework, record.get("variant") or ""
+        identity = (record["framework"], record.get("variant"))
+        rank = row_order.index(identity) if identity in row_order else len(row_order)
+        return task_order.index(record["task"]), rank, record["framework"], record.get("variant") or ""
 
     return sorted(records, key=key)
 
@@ -49,6 +49,7 @@ def row(record):
         "hardware": environment.hardware_label(env) if env else None,
         "framework_version": env.get("framework_version"),
         "threads": env.get("threads"),
+        "compile_s": timings.get("compile_s"),
         "train_s": metrics.get("train_s"),
         "first_epoch_s": timings.get("first_epoch_s"),
         "epoch_s_median": (timings.get("epoch_s") or {}).get("median"),
@@ -76,12 +77,21 @@ def _status(r):
 
 
 def markdown(records, title="Results"):
-    """The comparison table as Markdown: a header naming profile and hardware, then one table per task."""
+    """The comparison table as Markdown: a header naming profile and hardware, then one table per task.
+
+    Training time excludes compilation where a framework compiles ahead (Compile column); a framework
+    that compiles inside its first epoch, or runs eagerly, shows "-" there, and the first epoch apart.
+    """
     rows = [row(r) for r in records]
     lines = ["## " + title, ""]
     profiles = sorted({r["profile"] for r in rows})
     hardware = sorted({r["hardware"] for r in rows if r["hardware"]})
     lines.append("Profile: {}. Hardware: {}.".format(", ".join(profiles) or "-", "; ".join(hardware) or "-"))
+    lines.append("")
+    lines.append("Training time is the sum of the timed epochs, the device synchronised before each clock stop. "
+                 "Compile: seconds spent tracing and compiling the training step before the first epoch, where the "
+                 "framework does that ahead; '-' where it runs eagerly or compiles inside its first epoch (Keras), "
+                 "which is then slower than the median epoch.")
     for task, heading in catalog.TASK_TITLES.items():
         task_rows = [r for r in rows if r["task"] == task]
         if not task_rows:
@@ -98,12 +108,12 @@ def markdown(records, title="Results"):
                     _num(r["s_per_1000_images"], 2), spread, _num(r["images_per_s"]), _status(r)))
         else:
             lines += ["| Framework | Version | Device | Data | Training (s) | First epoch (s) | Epoch (s, median) "
-                      "| Accuracy | Status |", "|---|---|---|---|---:|---:|---:|---:|---|"]
+                      "| Compile (s) | Accuracy | Status |", "|---|---|---|---|---:|---:|---:|---:|---:|---|"]
             for r in task_rows:
-                lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+                lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     _label(r), r["framework_version"] or "", r["device"] or "", r["data"] or "",
                     _num(r["train_s"]), _num(r["first_epoch_s"]), _num(r["epoch_s_median"]),
-                    _num(r["accuracy"], 3), _status(r)))
+                    _num(r["compile_s"], 2) or "-", _num(r["accuracy"], 3), _status(r)))
     return "\n".join(lines) + "\n"
 
 
