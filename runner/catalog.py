@@ -11,6 +11,12 @@ JUPYTER_DIR = REPO / ".jupyter"  # project-local Jupyter data path holding the k
 REQUIREMENTS_DIR = REPO / "envs"
 
 TASK_NOTEBOOK = {"cnn": "CNN", "inference": "Inference", "rnn": "RNN"}
+# The sections of each task's notebooks, in order, by cell tag; every notebook of a task has all of them.
+TASK_SECTIONS = {
+    "cnn": ("parameters", "imports", "setup", "data", "model", "training", "evaluation", "results"),
+    "inference": ("parameters", "imports", "setup", "data", "model", "inference", "results"),
+    "rnn": ("parameters", "imports", "setup", "data", "model", "training", "evaluation", "results"),
+}
 TASK_TITLES = {
     "cnn": "CNN: VGG-style net trained on CIFAR-10",
     "inference": "Inference: ResNet-50 features (2048-d)",

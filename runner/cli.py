@@ -16,7 +16,7 @@ from pathlib import Path
 from common import hyperparams
 from runner import catalog, environments
 
-COMMANDS = ("run", "setup", "test", "report", "list")
+COMMANDS = ("run", "setup", "test", "report", "rosetta", "list")
 DATA_SOURCES = ("auto", "real", "synthetic")  # common.datasets.SOURCES, which needs numpy: this runs before it exists
 DEFAULT_TIMEOUT = {"smoke": 600, "quick": 1800, "full": 4 * 3600}
 USAGE_ERROR = 2
@@ -87,6 +87,9 @@ def build_parser():
 
     report = sub.add_parser("report", help="rebuild table and plot from a results folder")
     report.add_argument("run_dir", type=Path)
+
+    rosetta = sub.add_parser("rosetta", help="regenerate the side-by-side pages docs/rosetta/<task>.html from notebooks/")
+    rosetta.add_argument("--out", type=Path, help="folder to write them to (default docs/rosetta)")
 
     sub.add_parser("list", help="frameworks, tasks and environments, and which environments are built")
     return parser
@@ -159,7 +162,7 @@ def main(argv=None):
         sys.stdout.flush()
         os.execv(python, [python, str(catalog.REPO / "run_all.py")] + list(argv))
     environments.use_project_kernels()
-    return {"run": run, "setup": setup, "test": test, "report": report}[args.command](args)
+    return {"run": run, "setup": setup, "test": test, "report": report, "rosetta": rosetta}[args.command](args)
 
 
 def list_catalog():
@@ -206,6 +209,15 @@ def report(args):
     from runner import report as reporting
 
     print(reporting.write_report(args.run_dir))
+    return 0
+
+
+def rosetta(args):
+    """Write the Rosetta pages (one per task) from the stored notebooks."""
+    from runner import rosetta as rosetta_view
+
+    for path in rosetta_view.write_pages(args.out or rosetta_view.DOCS_DIR):
+        print("wrote", path)
     return 0
 
 
@@ -260,8 +272,11 @@ def run(args):
         print("\nInterrupted: writing the table of what finished.")
         failures += 1
     text = reporting.write_report(run_dir)
+    from runner import rosetta as rosetta_view
+
+    rosetta_view.write_pages(run_dir / "rosetta")
     print()
     print(text)
-    print("Executed notebooks, records, results.md/.csv/.json and results.png are in {} ({} in all)".format(
+    print("Executed notebooks, records, results.md/.csv/.json, results.png and rosetta/ are in {} ({} in all)".format(
         run_dir, _clock(time.time() - started)))
     return 1 if failures else 0

@@ -12,12 +12,6 @@ import pytest
 from runner import catalog
 
 NOTEBOOKS = sorted(catalog.NOTEBOOKS.glob("*.ipynb"))
-# The sections of each task, in order, by cell tag; `parameters` is the first code cell of every notebook.
-SKELETON = {
-    "CNN": ["parameters", "imports", "setup", "data", "model", "training", "evaluation", "results"],
-    "Inference": ["parameters", "imports", "setup", "data", "model", "inference", "results"],
-    "RNN": ["parameters", "imports", "setup", "data", "model", "training", "evaluation", "results"],
-}
 PARAMETER_NAMES = ["profile", "overrides", "data_source", "device", "threads", "seed", "result_path"]
 
 
@@ -40,13 +34,13 @@ def test_notebook_is_stored_without_outputs(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_follows_its_task_skeleton(path):
     notebook = load(path)
-    task = path.stem.split("_", 1)[1]
+    task = {suffix: task for task, suffix in catalog.TASK_NOTEBOOK.items()}[path.stem.split("_", 1)[1]]
     tags = []
     for cell in notebook["cells"]:
         for tag in cell["metadata"].get("tags", []):
             if not tags or tags[-1] != tag:
                 tags.append(tag)
-    assert tags == SKELETON[task], path.name
+    assert tags == list(catalog.TASK_SECTIONS[task]), path.name
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     assert code[0]["metadata"]["tags"] == ["parameters"]
     assigned = [node.targets[0].id for node in ast.parse("".join(code[0]["source"])).body]
