@@ -85,8 +85,10 @@ def build_parser():
     test = sub.add_parser("test", help="build the environments, then run ruff and pytest (arguments go to pytest)")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER)
 
-    report = sub.add_parser("report", help="rebuild table and plot from a results folder")
-    report.add_argument("run_dir", type=Path)
+    report = sub.add_parser("report", help="rebuild a run's table, plot and HTML report; with several folders, "
+                            "merge them into one table (one column per machine and profile)")
+    report.add_argument("run_dirs", type=Path, nargs="+", metavar="RESULTS_DIR")
+    report.add_argument("--out", type=Path, help="where the merged table goes (default results/merged-<time>)")
 
     rosetta = sub.add_parser("rosetta", help="regenerate the side-by-side pages docs/rosetta/<task>.html from notebooks/")
     rosetta.add_argument("--out", type=Path, help="folder to write them to (default docs/rosetta)")
@@ -127,8 +129,10 @@ def parse(argv):
         if unknown:
             raise UsageError("unknown environment {}; known environments: {}".format(
                 ", ".join(unknown), ", ".join(catalog.ENVIRONMENTS)))
-    if args.command == "report" and not args.run_dir.is_dir():
-        raise UsageError("no such results folder: {}".format(args.run_dir))
+    if args.command == "report":
+        for run_dir in args.run_dirs:
+            if not run_dir.is_dir():
+                raise UsageError("no such results folder: {}".format(run_dir))
     return args
 
 
@@ -198,6 +202,10 @@ def test(args):
     if setup(argparse.Namespace(envs=[], gpu=False, cpu=False)) != 0:
         print("run_all.py: error: an environment could not be built; the tests need all of them", file=sys.stderr)
         return 1
+    try:
+        print("[setup] browser: {}".format(environments.ensure_browser()))
+    except environments.SetupError as error:
+        print("[setup] browser: {} (the browser test will fail)".format(error))
     os.chdir(str(catalog.REPO))
     sys.stdout.flush()
     pytest_args = [a for a in args.pytest_args if a != "--"]
@@ -205,10 +213,21 @@ def test(args):
 
 
 def report(args):
-    """Rebuild the table and plot of an existing results folder."""
+    """Rebuild one results folder's report, or merge several folders' results into one table."""
+    from runner import html_report
     from runner import report as reporting
 
-    print(reporting.write_report(args.run_dir))
+    if len(args.run_dirs) == 1:
+        print(reporting.write_report(args.run_dirs[0]))
+        print("report: {}".format(args.run_dirs[0] / "report.html"))
+        return 0
+    out = args.out or catalog.REPO / "results" / "merged-{}".format(datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+    out.mkdir(parents=True, exist_ok=True)
+    text = html_report.merged_markdown(args.run_dirs)
+    (out / "merged.md").write_text(text)
+    (out / "merged.html").write_text(html_report.merged_page(args.run_dirs))
+    print(text)
+    print("merged table: {} and {}".format(out / "merged.md", out / "merged.html"))
     return 0
 
 
@@ -274,7 +293,10 @@ def run(args):
     text = reporting.write_report(run_dir)
     from runner import rosetta as rosetta_view
 
-    rosetta_view.write_pages(run_dir / "rosetta")
+    try:
+        rosetta_view.write_pages(run_dir / "rosetta")
+    except rosetta_view.RosettaError as error:  # the run's results stand; the side-by-side pages cannot
+        print("Rosetta pages not written: {}".format(error))
     print()
     print(text)
     print("Executed notebooks, records, results.md/.csv/.json, results.png and rosetta/ are in {} ({} in all)".format(

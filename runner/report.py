@@ -64,15 +64,24 @@ def row(record):
     }
 
 
-def _label(r):
+TIMING_NOTE = ("Training time is the sum of the timed epochs, the device synchronised before each clock stop. "
+               "Compile: seconds spent tracing and compiling the training step before the first epoch, where the "
+               "framework does that ahead; '-' where it runs eagerly or compiles inside its first epoch (Keras), "
+               "which is then slower than the median epoch.")
+
+
+def label(r):
+    """A row's framework name with its variant, e.g. 'Keras (jax)'."""
     return r["framework"] + (" ({})".format(r["variant"]) if r["variant"] else "")
 
 
-def _num(value, digits=1):
+def number(value, digits=1):
+    """A figure for a table cell ('' for None)."""
     return "" if value is None else "{:.{}f}".format(value, digits)
 
 
-def _status(r):
+def status_text(r):
+    """'ok', or the status with the first line of the error ('|' made safe for Markdown tables)."""
     return "ok" if r["status"] == "ok" else "{}: {}".format(r["status"], (r["error"] or "").replace("|", "/"))
 
 
@@ -87,11 +96,7 @@ def markdown(records, title="Results"):
     profiles = sorted({r["profile"] for r in rows})
     hardware = sorted({r["hardware"] for r in rows if r["hardware"]})
     lines.append("Profile: {}. Hardware: {}.".format(", ".join(profiles) or "-", "; ".join(hardware) or "-"))
-    lines.append("")
-    lines.append("Training time is the sum of the timed epochs, the device synchronised before each clock stop. "
-                 "Compile: seconds spent tracing and compiling the training step before the first epoch, where the "
-                 "framework does that ahead; '-' where it runs eagerly or compiles inside its first epoch (Keras), "
-                 "which is then slower than the median epoch.")
+    lines += ["", TIMING_NOTE]
     for task, heading in catalog.TASK_TITLES.items():
         task_rows = [r for r in rows if r["task"] == task]
         if not task_rows:
@@ -102,18 +107,19 @@ def markdown(records, title="Results"):
                       "|---|---|---|---|---:|---:|---:|---|"]
             for r in task_rows:
                 spread = "" if r["s_per_1000_images_min"] is None else "{} - {}".format(
-                    _num(r["s_per_1000_images_min"], 2), _num(r["s_per_1000_images_max"], 2))
+                    number(r["s_per_1000_images_min"], 2), number(r["s_per_1000_images_max"], 2))
                 lines.append("| {} | {} | {} | {} | {} | {} | {} | {} |".format(
-                    _label(r), r["framework_version"] or "", r["device"] or "", r["weights"] or "",
-                    _num(r["s_per_1000_images"], 2), spread, _num(r["images_per_s"]), _status(r)))
+                    label(r), r["framework_version"] or "", r["device"] or "", r["weights"] or "",
+                    number(r["s_per_1000_images"], 2), spread, number(r["images_per_s"]), status_text(r)))
         else:
             lines += ["| Framework | Version | Device | Data | Training (s) | First epoch (s) | Epoch (s, median) "
                       "| Compile (s) | Accuracy | Status |", "|---|---|---|---|---:|---:|---:|---:|---:|---|"]
             for r in task_rows:
                 lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-                    _label(r), r["framework_version"] or "", r["device"] or "", r["data"] or "",
-                    _num(r["train_s"]), _num(r["first_epoch_s"]), _num(r["epoch_s_median"]),
-                    _num(r["compile_s"], 2) or "-", _num(r["accuracy"], 3), _status(r)))
+                    label(r), r["framework_version"] or "", r["device"] or "", r["data"] or "",
+                    number(r["train_s"]), number(r["first_epoch_s"]), number(r["epoch_s_median"]),
+                    (number(r["compile_s"], 2) or "-") if r["status"] == "ok" else "", number(r["accuracy"], 3),
+                    status_text(r)))
     return "\n".join(lines) + "\n"
 
 
@@ -128,9 +134,9 @@ def plot(records, path):
     tasks = [t for t in catalog.TASK_NOTEBOOK if any(r["task"] == t for r in rows)] or list(catalog.TASK_NOTEBOOK)
     figure, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.2), squeeze=False)
     for axis, task in zip(axes[0], tasks):
-        key, label = results.HEADLINE[task]
+        key, axis_label = results.HEADLINE[task]
         task_rows = [r for r in rows if r["task"] == task]
-        names = [_label(r) for r in task_rows]
+        names = [label(r) for r in task_rows]
         values = [r[key] if r[key] is not None else 0.0 for r in task_rows]
         bars = axis.barh(names, values, color=["tab:blue" if r["status"] == "ok" else "tab:red" for r in task_rows])
         for bar, r in zip(bars, task_rows):
@@ -138,7 +144,7 @@ def plot(records, path):
                 "acc {:.3f}".format(r["accuracy"]) if r["accuracy"] is not None else "{:.1f} img/s".format(r["images_per_s"]))
             axis.annotate(" " + note, (bar.get_width(), bar.get_y() + bar.get_height() / 2), va="center", fontsize=8)
         axis.set_title(catalog.TASK_TITLES[task], fontsize=9)
-        axis.set_xlabel(label + ", lower is better", fontsize=8)
+        axis.set_xlabel(axis_label + ", lower is better", fontsize=8)
         axis.invert_yaxis()
         axis.margins(x=0.35)
     profiles = ", ".join(sorted({r["profile"] for r in rows})) or "-"
@@ -149,7 +155,7 @@ def plot(records, path):
 
 
 def write_report(run_dir):
-    """Write results.md, results.csv, results.json and results.png into a run folder; return the Markdown."""
+    """Write results.md, .csv, .json, results.png and report.html (with notebooks as HTML); return the Markdown."""
     run_dir = Path(run_dir)
     records = load_records(run_dir)
     text = markdown(records, title="Results of {}".format(run_dir.name))
@@ -161,4 +167,7 @@ def write_report(run_dir):
         writer.writerows(rows)
     (run_dir / "results.json").write_text(json.dumps({"rows": rows, "records": records}, indent=1) + "\n")
     plot(records, run_dir / "results.png")
+    from runner import html_report
+
+    html_report.write_run_page(run_dir)
     return text

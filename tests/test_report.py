@@ -34,3 +34,37 @@ def test_rows_follow_the_catalog_and_show_compile_time_and_failures(tmp_path):
     assert "### RNN" not in text  # no empty sections
     report.plot(ordered, tmp_path / "plot.png")
     assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def write_run(directory, profile, records):
+    directory.mkdir()
+    for number, record in enumerate(records):
+        record = dict(record, profile=profile)
+        results.write_result(str(directory / "{}.result.json".format(number)), record, record["status"])
+    return directory
+
+
+def test_html_run_page_lists_every_row_and_links_notebooks(tmp_path):
+    records = [ok_record("PyTorch", "cnn", train_s=2.0, accuracy=0.5),
+               results.failure_record("JAX", "cnn", "quick", "timeout", "stopped after 10 s", notebook="JAX_CNN.ipynb")]
+    records[0]["notebook"] = "PyTorch_CNN.ipynb"
+    from runner import html_report
+
+    page = html_report.run_page(tmp_path, records, {"PyTorch_CNN.ipynb": "PyTorch_CNN.html"})
+    assert '<a href="PyTorch_CNN.html">PyTorch</a>' in page
+    assert "timeout: stopped after 10 s" in page and 'class="bar"' in page
+    assert page.count("<h2>") == 2  # CNN and the environment
+
+
+def test_merged_table_has_a_column_per_run_and_flags_what_differs(tmp_path):
+    from runner import html_report
+
+    quick = write_run(tmp_path / "a-quick", "quick", [ok_record("PyTorch", "cnn", train_s=40.0, accuracy=0.5)])
+    smoke = write_run(tmp_path / "b-smoke", "smoke", [ok_record("PyTorch", "cnn", train_s=1.0, accuracy=0.1),
+                                                      ok_record("JAX", "cnn", train_s=2.0, accuracy=0.2)])
+    text = html_report.merged_markdown([quick, smoke])
+    header = next(line for line in text.splitlines() if line.startswith("| Framework"))
+    assert "/ quick (a-quick)" in header and "/ smoke (b-smoke)" in header
+    assert "| PyTorch | 40.0 (acc 0.500) [synthetic data] | 1.0 (acc 0.100) [synthetic data] |" in text
+    assert "| JAX | not run | 2.0 (acc 0.200) [synthetic data] |" in text
+    assert "<th>" in html_report.merged_page([quick, smoke])
