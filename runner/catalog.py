@@ -117,6 +117,7 @@ ENVIRONMENTS: dict[str, Environment] = {
         # TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's C++ start-up INFO lines stay out of the run log; warnings remain.
         Environment("tensorflow", "Rosetta: TensorFlow", kernel_env=(("TF_CPP_MIN_LOG_LEVEL", "1"),)),
         Environment("jax", "Rosetta: JAX"),
+        Environment("mxnet", "Rosetta: MXNet"),
     )
 }
 
@@ -129,6 +130,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
         Variant("torch", "pytorch", (("backend", "torch"),)),
     )),
     Framework("jax", "JAX", "JAX", (Variant(None, "jax"),)),
+    Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),)),
 )
 
 

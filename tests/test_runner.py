@@ -68,14 +68,14 @@ def test_report_rebuilds_from_a_results_folder(fixture_catalog, tmp_path, capsys
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["-f", "tensorflw"], "unknown framework tensorflw; known frameworks: pytorch, tensorflow, keras, jax"),
+    (["-f", "tensorflw"], "unknown framework tensorflw; known frameworks: pytorch, tensorflow, keras, jax, mxnet"),
     (["-t", "gan"], "unknown task gan"),
     (["-p", "fast"], "unknown profile 'fast'"),
     (["--data", "fake"], "unknown data source 'fake'"),
     (["--set", "epochs"], "expected KEY=VALUE"),
     (["--set", "depth=3"], "no selected task has that hyperparameter"),
     (["--timeout", "0"], "--timeout must be positive"),
-    (["setup", "mxnet"], "unknown environment mxnet"),
+    (["setup", "chainer"], "unknown environment chainer"),
     (["setup", "--gpu", "--cpu"], "--gpu and --cpu exclude each other"),
     (["report", "/nonexistent/run"], "no such results folder"),
     (["--frobnicate"], "unrecognized arguments"),
@@ -150,3 +150,25 @@ def test_data_sources_match_common():
     from common import datasets
 
     assert sorted(cli.DATA_SOURCES) == sorted(datasets.SOURCES)
+
+
+def test_an_environment_remembers_its_build(tmp_path, monkeypatch):
+    """is_ready: a GPU build is kept by a plain run, replaced when the CPU build is asked for, rebuilt on new pins."""
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    monkeypatch.setattr(catalog, "JUPYTER_DIR", tmp_path / "jupyter")
+    monkeypatch.setattr(catalog, "REQUIREMENTS_DIR", tmp_path)
+    (tmp_path / "demo.txt").write_text("numpy==2.4.6\n")
+    (tmp_path / "demo-gpu.txt").write_text("numpy==2.4.6\ncupy==14\n")
+    env = catalog.Environment("demo", "Demo")
+    assert env.requirements_for(True).name == "demo-gpu.txt" and not environments.is_ready(env)
+    env.python_path.parent.mkdir(parents=True)
+    env.python_path.write_text("")
+    environments.write_kernel_spec(env)
+    stamp = {"build": "gpu", "python": "3.11.7", "requirements_sha256": __import__("hashlib").sha256(
+        b"numpy==2.4.6\ncupy==14\n").hexdigest()}
+    (env.path / environments.STAMP).write_text(json.dumps(stamp))
+    assert environments.is_ready(env) and environments.is_ready(env, gpu=True)
+    assert not environments.is_ready(env, gpu=False)
+    assert environments.built_for_gpu(env) is True
+    (tmp_path / "demo-gpu.txt").write_text("numpy==2.4.6\ncupy==15\n")
+    assert not environments.is_ready(env)
