@@ -102,6 +102,10 @@ def parse(argv):
     argv = list(argv)
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
         argv.insert(0, "run")
+    if argv[0] == "test":  # everything after `test` belongs to pytest, options included
+        args = build_parser().parse_args(["test"])
+        args.pytest_args = argv[1:]
+        return args
     args = build_parser().parse_args(argv)
     if args.command == "run":
         try:

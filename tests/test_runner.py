@@ -172,3 +172,8 @@ def test_an_environment_remembers_its_build(tmp_path, monkeypatch):
     assert environments.built_for_gpu(env) is True
     (tmp_path / "demo-gpu.txt").write_text("numpy==2.4.6\ncupy==15\n")
     assert not environments.is_ready(env)
+
+
+def test_everything_after_test_goes_to_pytest():
+    args = cli.parse(["test", "-k", "datasets", "-x"])
+    assert args.command == "test" and args.pytest_args == ["-k", "datasets", "-x"]
