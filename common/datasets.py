@@ -157,6 +157,16 @@ def _fetch_or_fall_back(remote, source, directory):
         return None
 
 
+def _real_or_synthetic(remote, source, directory, read, generate, synthetic_description):
+    """(train and test arrays, "real" or "synthetic", description): the verified download parsed by `read`,
+    or `generate()`'s stand-in when `source` asks for it or allows it and the download cannot be had."""
+    _check_source(source)
+    path = _fetch_or_fall_back(remote, source, directory)
+    if path is None:
+        return generate(), "synthetic", synthetic_description
+    return read(path), "real", "{} ({}, {} verified)".format(remote.name, remote.filename, remote.algorithm)
+
+
 def _subset(x, y, count, rng):
     """A random subset of `count` samples (all when count is None), in a seeded order."""
     if count is None or count >= len(y):
@@ -212,14 +222,10 @@ def synthetic_cifar10(train_samples=50000, test_samples=10000, seed=0):
 
 def load_cifar10(source="auto", channels_last=False, train_samples=None, test_samples=None, seed=0, directory=None):
     """Return CIFAR-10 as float32 images in [0, 1], (N, 3, 32, 32) or (N, 32, 32, 3), and int64 labels."""
-    _check_source(source)
-    path = _fetch_or_fall_back(CIFAR10_FILE, source, directory)
-    if path is None:
-        x_train, y_train, x_test, y_test = synthetic_cifar10(train_samples or 50000, test_samples or 10000, seed)
-        kind, description = "synthetic", "synthetic CIFAR-10 stand-in (class patterns under noise), seed {}".format(seed)
-    else:
-        x_train, y_train, x_test, y_test = read_cifar10_archive(path)
-        kind, description = "real", "CIFAR-10 ({}, md5 verified)".format(CIFAR10_FILE.filename)
+    (x_train, y_train, x_test, y_test), kind, description = _real_or_synthetic(
+        CIFAR10_FILE, source, directory, read_cifar10_archive,
+        lambda: synthetic_cifar10(train_samples or 50000, test_samples or 10000, seed),
+        "synthetic CIFAR-10 stand-in (class patterns under noise), seed {}".format(seed))
     rng = np.random.RandomState(seed)
     x_train, y_train = _subset(x_train, y_train, train_samples, rng)
     x_test, y_test = _subset(x_test, y_test, test_samples, rng)
@@ -286,14 +292,10 @@ def synthetic_imdb(train_samples=25000, test_samples=25000, seed=0, dictionary_s
 
 def load_imdb(source="auto", vocab_size=30000, maxlen=150, train_samples=None, test_samples=None, seed=0, directory=None):
     """Return IMDB as int32 (N, maxlen) token arrays under the Keras conventions, and int64 0/1 labels."""
-    _check_source(source)
-    path = _fetch_or_fall_back(IMDB_FILE, source, directory)
-    if path is None:
-        x_train, y_train, x_test, y_test = synthetic_imdb(train_samples or 25000, test_samples or 25000, seed)
-        kind, description = "synthetic", "synthetic IMDB stand-in (class-dependent word choice), seed {}".format(seed)
-    else:
-        x_train, y_train, x_test, y_test = read_imdb_npz(path)
-        kind, description = "real", "IMDB ({}, sha256 verified)".format(IMDB_FILE.filename)
+    (x_train, y_train, x_test, y_test), kind, description = _real_or_synthetic(
+        IMDB_FILE, source, directory, read_imdb_npz,
+        lambda: synthetic_imdb(train_samples or 25000, test_samples or 25000, seed),
+        "synthetic IMDB stand-in (class-dependent word choice), seed {}".format(seed))
     rng = np.random.RandomState(seed)
     train_index = _subset(np.arange(len(y_train)), y_train, train_samples, rng)[0]
     test_index = _subset(np.arange(len(y_test)), y_test, test_samples, rng)[0]
