@@ -51,6 +51,12 @@ class Environment:
         gpu = REQUIREMENTS_DIR / (self.name + "-gpu.txt")
         return gpu if gpu.exists() else self.requirements
 
+    @property
+    def build_requirements(self) -> Optional[Path]:
+        """envs/<name>-build.txt: packages installed first, for requirements built without build isolation."""
+        path = REQUIREMENTS_DIR / (self.name + "-build.txt")
+        return path if path.exists() else None
+
     def requirements_for(self, gpu: bool) -> Path:
         return self.gpu_requirements if gpu else self.requirements
 
@@ -118,6 +124,7 @@ ENVIRONMENTS: dict[str, Environment] = {
         Environment("tensorflow", "Rosetta: TensorFlow", kernel_env=(("TF_CPP_MIN_LOG_LEVEL", "1"),)),
         Environment("jax", "Rosetta: JAX"),
         Environment("mxnet", "Rosetta: MXNet"),
+        Environment("chainer", "Rosetta: Chainer"),
     )
 }
 
@@ -131,6 +138,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     )),
     Framework("jax", "JAX", "JAX", (Variant(None, "jax"),)),
     Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),)),
+    Framework("chainer", "Chainer", "Chainer", (Variant(None, "chainer"),)),
 )
 
 

@@ -48,6 +48,8 @@ def find_python(version):
 def stamp_for(env, python, gpu):
     """What an environment is built from: CPU or GPU build, its requirements' hash, its interpreter's version."""
     requirements = env.requirements_for(gpu).read_bytes()
+    if env.build_requirements:
+        requirements = env.build_requirements.read_bytes() + requirements
     version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                              capture_output=True, text=True, check=True).stdout.strip()
     return {"build": "gpu" if gpu else "cpu", "requirements_sha256": hashlib.sha256(requirements).hexdigest(),
@@ -78,7 +80,10 @@ def is_ready(env, gpu=None):
     if not (env.python_path.exists() and kernel_spec_path(env).exists()):
         return False
     recorded = json.loads((env.path / STAMP).read_text())
-    expected = hashlib.sha256(env.requirements_for(built_gpu).read_bytes()).hexdigest()
+    requirements = env.requirements_for(built_gpu).read_bytes()
+    if env.build_requirements:
+        requirements = env.build_requirements.read_bytes() + requirements
+    expected = hashlib.sha256(requirements).hexdigest()
     return recorded.get("requirements_sha256") == expected
 
 
@@ -141,8 +146,11 @@ def ensure(env, gpu=None, say=print, heartbeat=20.0):
     started = time.time()
     with open(str(log_path), "w") as log:
         _run_logged([python, "-m", "venv", str(env.path)], log, env, say, heartbeat)
-        _run_logged([str(env.python_path), "-m", "pip", "install", "--progress-bar", "off", "-r", str(requirements)],
-                    log, env, say, heartbeat)
+        pip = [str(env.python_path), "-m", "pip", "install", "--progress-bar", "off"]
+        if env.build_requirements:  # build tools pinned first, then used as they are to build the packages
+            _run_logged(pip + ["-r", str(env.build_requirements)], log, env, say, heartbeat)
+            pip.append("--no-build-isolation")
+        _run_logged(pip + ["-r", str(requirements)], log, env, say, heartbeat)
     site = subprocess.run([str(env.python_path), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     with open(os.path.join(site, PTH_FILE), "w") as f:

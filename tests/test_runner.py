@@ -68,14 +68,14 @@ def test_report_rebuilds_from_a_results_folder(fixture_catalog, tmp_path, capsys
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["-f", "tensorflw"], "unknown framework tensorflw; known frameworks: pytorch, tensorflow, keras, jax, mxnet"),
+    (["-f", "tensorflw"], "unknown framework tensorflw; known frameworks: pytorch, tensorflow, keras, jax, mxnet, chainer"),
     (["-t", "gan"], "unknown task gan"),
     (["-p", "fast"], "unknown profile 'fast'"),
     (["--data", "fake"], "unknown data source 'fake'"),
     (["--set", "epochs"], "expected KEY=VALUE"),
     (["--set", "depth=3"], "no selected task has that hyperparameter"),
     (["--timeout", "0"], "--timeout must be positive"),
-    (["setup", "chainer"], "unknown environment chainer"),
+    (["setup", "cntk"], "unknown environment cntk"),
     (["setup", "--gpu", "--cpu"], "--gpu and --cpu exclude each other"),
     (["report", "/nonexistent/run"], "no such results folder"),
     (["--frobnicate"], "unrecognized arguments"),
