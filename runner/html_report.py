@@ -136,7 +136,7 @@ def machine_column(run_dir, records):
 
 def merged(run_dirs):
     """Rows of the merged table: {task: {(framework label): {column: cell text}}} plus the column headings."""
-    columns, table = [], {task: {} for task in catalog.TASK_NOTEBOOK}
+    columns, table, ranks = [], {task: {} for task in catalog.TASK_NOTEBOOK}, {}
     for run_dir in run_dirs:
         records = report.load_records(run_dir)
         heading, name = machine_column(run_dir, records)
@@ -155,9 +155,9 @@ def merged(run_dirs):
                 if r["weights"] == "random":
                     cell += " [random weights]"
             table[r["task"]].setdefault(report.label(r), {})[column] = cell
-    order = [report.label({"framework": f.label, "variant": v.name}) for f in catalog.FRAMEWORKS for v in f.variants]
+            ranks[report.label(r)] = report.catalog_rank(r["framework"], r["variant"])
     for task, rows in table.items():  # catalog order, frameworks it does not know last
-        table[task] = dict(sorted(rows.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order)))
+        table[task] = dict(sorted(rows.items(), key=lambda item: ranks[item[0]]))
     return columns, table
 
 

@@ -16,15 +16,19 @@ CSV_COLUMNS = (
 )
 
 
+def catalog_rank(framework, variant):
+    """A framework variant's place in the catalog, for table order; ones the catalog does not know come last."""
+    rows = [(f.label, v.name) for f in catalog.FRAMEWORKS for v in f.variants]
+    return rows.index((framework, variant)) if (framework, variant) in rows else len(rows)
+
+
 def load_records(run_dir):
     """Read every result record in a run folder, in table order (task, then framework)."""
     records = [results.read_result(str(p)) for p in sorted(Path(run_dir).glob("*" + RECORD_SUFFIX))]
     task_order = list(catalog.TASK_NOTEBOOK)
-    row_order = [(f.label, v.name) for f in catalog.FRAMEWORKS for v in f.variants]  # the catalog's order
 
     def key(record):
-        identity = (record["framework"], record.get("variant"))
-        rank = row_order.index(identity) if identity in row_order else len(row_order)
+        rank = catalog_rank(record["framework"], record.get("variant"))
         return task_order.index(record["task"]), rank, record["framework"], record.get("variant") or ""
 
     return sorted(records, key=key)
