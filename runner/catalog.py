@@ -36,6 +36,8 @@ class Environment:
     display_name: str
     python: Optional[str] = None  # "3.6" etc.; None: the interpreter that runs the setup
     kernel_env: tuple[tuple[str, str], ...] = ()  # extra environment variables of the kernel
+    # shared-library aliases the kernel needs, (name wanted, name provided): see envs/<name>-debian.txt
+    library_aliases: tuple[tuple[str, str], ...] = ()
 
     @property
     def path(self) -> Path:
@@ -55,6 +57,12 @@ class Environment:
     def build_requirements(self) -> Optional[Path]:
         """envs/<name>-build.txt: packages installed first, for requirements built without build isolation."""
         path = REQUIREMENTS_DIR / (self.name + "-build.txt")
+        return path if path.exists() else None
+
+    @property
+    def debian_packages(self) -> Optional[Path]:
+        """envs/<name>-debian.txt: Debian packages (name=version) extracted into the environment for its kernel."""
+        path = REQUIREMENTS_DIR / (self.name + "-debian.txt")
         return path if path.exists() else None
 
     def requirements_for(self, gpu: bool) -> Path:
@@ -125,6 +133,9 @@ ENVIRONMENTS: dict[str, Environment] = {
         Environment("jax", "Rosetta: JAX"),
         Environment("mxnet", "Rosetta: MXNet"),
         Environment("chainer", "Rosetta: Chainer"),
+        # CNTK 2.7 was linked against OpenMPI 1.10; OpenMPI 4's libraries serve under the old names.
+        Environment("cntk", "Rosetta: CNTK", python="3.6",
+                    library_aliases=(("libmpi.so.12", "libmpi.so.40"), ("libmpi_cxx.so.1", "libmpi_cxx.so.40"))),
     )
 }
 
@@ -139,6 +150,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("jax", "JAX", "JAX", (Variant(None, "jax"),)),
     Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),)),
     Framework("chainer", "Chainer", "Chainer", (Variant(None, "chainer"),)),
+    Framework("cntk", "CNTK", "CNTK", (Variant(None, "cntk"),)),
 )
 
 

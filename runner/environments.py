@@ -25,11 +25,15 @@ class SetupError(RuntimeError):
     """An environment could not be built; the message says what to do."""
 
 
+class PythonMissing(SetupError):
+    """An environment needs a Python version that this machine does not have."""
+
+
 def find_python(version):
-    """Return the path of a Python interpreter of `version` ("3.6"): on PATH, under pyenv or conda; else None."""
+    """Return a Python interpreter of `version` ("3.6"): $ROSETTA_PYTHON36, on PATH, under pyenv or conda; else None."""
     if version is None:
         return sys.executable
-    candidates = [shutil.which("python" + version)]
+    candidates = [os.environ.get(python_variable(version)), shutil.which("python" + version)]
     roots = [os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv")), os.environ.get("CONDA_PREFIX", "")]
     for root in filter(None, roots):
         candidates += sorted(glob.glob(os.path.join(root, "versions", version + ".*", "bin", "python" + version)))
@@ -45,14 +49,22 @@ def find_python(version):
     return None
 
 
+def python_variable(version):
+    """The environment variable that names an interpreter of `version` explicitly: ROSETTA_PYTHON36 for "3.6"."""
+    return "ROSETTA_PYTHON" + version.replace(".", "")
+
+
+def recipe(env, gpu):
+    """The bytes an environment is built from: its build tools, requirements and Debian packages."""
+    parts = [env.build_requirements, env.requirements_for(gpu), env.debian_packages]
+    return b"".join(path.read_bytes() for path in parts if path)
+
+
 def stamp_for(env, python, gpu):
     """What an environment is built from: CPU or GPU build, its requirements' hash, its interpreter's version."""
-    requirements = env.requirements_for(gpu).read_bytes()
-    if env.build_requirements:
-        requirements = env.build_requirements.read_bytes() + requirements
     version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    return {"build": "gpu" if gpu else "cpu", "requirements_sha256": hashlib.sha256(requirements).hexdigest(),
+    return {"build": "gpu" if gpu else "cpu", "requirements_sha256": hashlib.sha256(recipe(env, gpu)).hexdigest(),
             "python": version}
 
 
@@ -80,11 +92,7 @@ def is_ready(env, gpu=None):
     if not (env.python_path.exists() and kernel_spec_path(env).exists()):
         return False
     recorded = json.loads((env.path / STAMP).read_text())
-    requirements = env.requirements_for(built_gpu).read_bytes()
-    if env.build_requirements:
-        requirements = env.build_requirements.read_bytes() + requirements
-    expected = hashlib.sha256(requirements).hexdigest()
-    return recorded.get("requirements_sha256") == expected
+    return recorded.get("requirements_sha256") == hashlib.sha256(recipe(env, built_gpu)).hexdigest()
 
 
 def write_kernel_spec(env):
@@ -97,8 +105,12 @@ def write_kernel_spec(env):
         "language": "python",
         "metadata": {"debugger": False},
     }
-    if env.kernel_env:
-        spec["env"] = dict(env.kernel_env)
+    environ = dict(env.kernel_env)
+    if env.library_aliases:  # the aliases' folder, then extracted Debian libraries, then what the setup saw
+        folders = [str(path) for path in library_folders(env)] + [os.environ.get("LD_LIBRARY_PATH", "")]
+        environ["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, folders))
+    if environ:
+        spec["env"] = environ
     path = kernel_spec_path(env)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(spec, indent=1) + "\n")
@@ -129,8 +141,8 @@ def ensure(env, gpu=None, say=print, heartbeat=20.0):
         return False
     python = find_python(env.python)
     if python is None:
-        raise SetupError("environment {} needs Python {}, which was not found on PATH, under pyenv or conda"
-                         .format(env.name, env.python))
+        raise PythonMissing("needs Python {}: none found on PATH, under pyenv or conda (or set {} to one)".format(
+            env.python, python_variable(env.python)))
     gpu = bool(gpu)
     requirements = env.requirements_for(gpu)
     if not requirements.exists():
@@ -151,6 +163,8 @@ def ensure(env, gpu=None, say=print, heartbeat=20.0):
             _run_logged(pip + ["-r", str(env.build_requirements)], log, env, say, heartbeat)
             pip.append("--no-build-isolation")
         _run_logged(pip + ["-r", str(requirements)], log, env, say, heartbeat)
+        if env.library_aliases:
+            provide_libraries(env, log, say, heartbeat)
     site = subprocess.run([str(env.python_path), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     with open(os.path.join(site, PTH_FILE), "w") as f:
@@ -161,11 +175,84 @@ def ensure(env, gpu=None, say=print, heartbeat=20.0):
     return True
 
 
-def _run_logged(command, log, env, say, heartbeat):
+LIBRARY_ALIASES_DIR = "library-aliases"  # in the environment: links named as the framework wants them
+DEBIAN_DIR = "debian"  # in the environment: the Debian packages of envs/<name>-debian.txt, extracted
+
+
+def library_folders(env):
+    """The folders the kernel of `env` loads shared libraries from, before the system's."""
+    folders = [env.path / LIBRARY_ALIASES_DIR]
+    folders += sorted(env.path.glob(DEBIAN_DIR + "/usr/lib/*-linux-gnu")) + sorted(env.path.glob(DEBIAN_DIR + "/lib/*-linux-gnu"))
+    return folders
+
+
+def system_library(name):
+    """The path of shared library `name` as the system's loader cache (`ldconfig -p`) knows it, else None."""
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        if line.strip().startswith(name + " ") and "=>" in line and "x86-64" in line:
+            return line.split("=>")[-1].strip()
+    return None
+
+
+def debian_packages(env):
+    """The name=version lines of envs/<name>-debian.txt, comments left out."""
+    lines = (line.split("#")[0].strip() for line in env.debian_packages.read_text().splitlines())
+    return [line for line in lines if line]
+
+
+def provide_libraries(env, log, say, heartbeat):
+    """Make the libraries of env.library_aliases loadable under their wanted names, in the environment's own folder.
+
+    The system's copies are used where its loader cache has them; otherwise the pinned Debian packages of
+    envs/<name>-debian.txt are fetched with apt-get download and extracted with dpkg -x (nothing installed).
+    """
+    aliases = env.path / LIBRARY_ALIASES_DIR
+    aliases.mkdir(parents=True, exist_ok=True)
+    provided = {name: system_library(name) for _, name in env.library_aliases}
+    if not all(provided.values()):
+        missing = ", ".join(name for name, path in provided.items() if not path)
+        if not (env.debian_packages and shutil.which("apt-get") and shutil.which("dpkg")):
+            raise SetupError("needs {}, which this system lacks and cannot fetch without apt-get; install OpenMPI 4 "
+                             "(Debian/Ubuntu: libopenmpi3) and rerun the setup".format(missing))
+        say("[setup] {}: {} not on this system; extracting the Debian packages of {}".format(
+            env.name, missing, env.debian_packages.relative_to(catalog.REPO)))
+        downloads = env.path / "debian-downloads"
+        downloads.mkdir(exist_ok=True)
+        os.chmod(str(downloads), 0o777)  # apt-get download drops root to the _apt user where it can
+        command = ["apt-get", "download"] + debian_packages(env)
+        try:
+            _run_logged(command, log, env, say, heartbeat, cwd=str(downloads))
+        except SetupError as error:
+            if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+                raise SetupError("`apt-get download` of {} failed (see {}); install OpenMPI 4 (Debian/Ubuntu: "
+                                 "libopenmpi3) and rerun the setup".format(env.debian_packages.name, log.name)) from error
+            _run_logged(["apt-get", "update"], log, env, say, heartbeat)  # a fresh machine may have no package lists
+            _run_logged(command, log, env, say, heartbeat, cwd=str(downloads))
+        for deb in sorted(downloads.glob("*.deb")):
+            _run_logged(["dpkg", "-x", str(deb), str(env.path / DEBIAN_DIR)], log, env, say, heartbeat)
+        shutil.rmtree(str(downloads))
+        found = {path.name: path for folder in library_folders(env)[1:] for path in folder.glob("*.so*")}
+        provided = {name: provided[name] or found.get(name) for name in provided}
+        if not all(provided.values()):
+            raise SetupError("the Debian packages of {} lack {}".format(
+                env.debian_packages.name, ", ".join(name for name, path in provided.items() if not path)))
+    for wanted, name in env.library_aliases:
+        link = aliases / wanted
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(provided[name])
+        log.write("linked {} -> {}\n".format(link, provided[name]))
+
+
+def _run_logged(command, log, env, say, heartbeat, cwd=None):
     """Run a setup command into the log, printing its latest line every `heartbeat` seconds."""
     log.write("$ " + " ".join(command) + "\n")
     log.flush()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
     latest = {"line": "", "start": time.time()}
     done = threading.Event()
 

@@ -68,14 +68,14 @@ def test_report_rebuilds_from_a_results_folder(fixture_catalog, tmp_path, capsys
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["-f", "tensorflw"], "unknown framework tensorflw; known frameworks: pytorch, tensorflow, keras, jax, mxnet, chainer"),
+    (["-f", "tensorflw"], "unknown framework tensorflw; known frameworks: pytorch, tensorflow, keras, jax, mxnet, chainer, cntk"),
     (["-t", "gan"], "unknown task gan"),
     (["-p", "fast"], "unknown profile 'fast'"),
     (["--data", "fake"], "unknown data source 'fake'"),
     (["--set", "epochs"], "expected KEY=VALUE"),
     (["--set", "depth=3"], "no selected task has that hyperparameter"),
     (["--timeout", "0"], "--timeout must be positive"),
-    (["setup", "cntk"], "unknown environment cntk"),
+    (["setup", "theano"], "unknown environment theano"),
     (["setup", "--gpu", "--cpu"], "--gpu and --cpu exclude each other"),
     (["report", "/nonexistent/run"], "no such results folder"),
     (["--frobnicate"], "unrecognized arguments"),
@@ -177,3 +177,71 @@ def test_an_environment_remembers_its_build(tmp_path, monkeypatch):
 def test_everything_after_test_goes_to_pytest():
     args = cli.parse(["test", "-k", "datasets", "-x"])
     assert args.command == "test" and args.pytest_args == ["-k", "datasets", "-x"]
+
+
+def test_a_missing_python_is_named_and_can_be_given_explicitly(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no python3.6 on PATH,
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path))  # none under pyenv or conda
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+    monkeypatch.delenv("ROSETTA_PYTHON36", raising=False)
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    env = catalog.Environment("old", "Old", python="3.6")
+    assert environments.find_python("3.6") is None
+    with pytest.raises(environments.PythonMissing, match=r"^needs Python 3\.6: .*set ROSETTA_PYTHON36"):
+        environments.ensure(env, say=lambda line: None)
+    version = "{}.{}".format(*sys.version_info[:2])
+    monkeypatch.setenv(environments.python_variable(version), sys.executable)
+    assert environments.find_python(version) == sys.executable
+
+
+def test_the_tests_go_on_without_an_environment_whose_python_is_missing(monkeypatch):
+    missing = {"cntk": environments.PythonMissing("needs Python 3.6: none found")}
+    monkeypatch.setattr(cli, "build_environments", lambda names, gpu=None: missing)
+    monkeypatch.setattr(environments, "ensure_browser", lambda: "/usr/bin/chromium")
+    monkeypatch.setattr(cli.os, "chdir", lambda path: None)
+    started = []
+    monkeypatch.setattr(cli.os, "execv", lambda path, argv: started.append(argv[1:]))
+    assert cli.test(cli.parse(["test", "-x"])) is None and started == [["-m", "pytest", "-x"]]
+    missing["pytorch"] = environments.SetupError("building environment pytorch failed")
+    assert cli.test(cli.parse(["test"])) == 1 and len(started) == 1
+
+
+def test_library_aliases_link_the_system_copy_and_reach_the_kernel(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    monkeypatch.setattr(catalog, "JUPYTER_DIR", tmp_path / "jupyter")
+    system_copy = tmp_path / "libdemo.so.40"
+    system_copy.write_text("")
+    monkeypatch.setattr(environments, "system_library", lambda name: str(system_copy) if name == "libdemo.so.40" else None)
+    env = catalog.Environment("demo", "Demo", library_aliases=(("libdemo.so.12", "libdemo.so.40"),))
+    with open(str(tmp_path / "setup.log"), "w") as log:
+        environments.provide_libraries(env, log, say=lambda line: None, heartbeat=60)
+    link = env.path / environments.LIBRARY_ALIASES_DIR / "libdemo.so.12"
+    assert link.is_symlink() and link.resolve() == system_copy.resolve()
+    environments.write_kernel_spec(env)
+    spec = json.loads(environments.kernel_spec_path(env).read_text())
+    assert spec["env"]["LD_LIBRARY_PATH"].split(":")[0] == str(link.parent)
+
+
+def test_missing_libraries_without_apt_say_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    monkeypatch.setattr(environments, "system_library", lambda name: None)
+    monkeypatch.setattr(environments.shutil, "which", lambda name: None)
+    env = catalog.Environment("cntk", "CNTK", library_aliases=(("libmpi.so.12", "libmpi.so.40"),))
+    with open(str(tmp_path / "setup.log"), "w") as log:
+        with pytest.raises(environments.SetupError, match="needs libmpi.so.40.*libopenmpi3"):
+            environments.provide_libraries(env, log, say=lambda line: None, heartbeat=60)
+
+
+def test_cntk_kernel_finds_openmpi_under_its_old_names():
+    env = catalog.ENVIRONMENTS["cntk"]
+    if not environments.is_ready(env):
+        pytest.skip("environment cntk is not built here")
+    spec = json.loads(environments.kernel_spec_path(env).read_text())
+    code = "import ctypes; ctypes.CDLL('libmpi.so.12'); ctypes.CDLL('libmpi_cxx.so.1'); import cntk; print(cntk.__version__)"
+    import subprocess
+
+    out = subprocess.run([str(env.python_path), "-W", "ignore", "-c", code], capture_output=True, text=True,
+                         env=dict(__import__("os").environ, **spec["env"]))
+    assert out.returncode == 0 and out.stdout.strip() == "2.7", out.stderr[-2000:]
