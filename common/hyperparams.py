@@ -17,6 +17,8 @@ FULL = {
         "lr": 0.01,
         "momentum": 0.9,
         "num_classes": 10,
+        "conv_dropout": 0.25,  # after each pooling
+        "dense_dropout": 0.5,  # after the first dense layer
         "train_samples": None,
         "test_samples": None,
     },

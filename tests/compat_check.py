@@ -11,7 +11,7 @@ import tempfile
 import numpy as np
 from formats import make_cifar10_tarball, make_imdb_npz
 
-from common import datasets, environment, hyperparams, results, timing
+from common import datasets, environment, hyperparams, results, timing, weights
 
 
 def main():
@@ -45,6 +45,14 @@ def main():
                   environment=environment.facts("Check", "0", "cpu", threads=1))
     record["timings"] = timing.training_timings([timer.elapsed, timer.elapsed])
     record["metrics"] = {"train_s": record["timings"]["train_s"], "accuracy": np.float32(0.5)}
+    cnn = hyperparams.for_task("cnn", "smoke")
+    reference = weights.reference_weights("cnn", cnn, seed=3)
+    stored_weights = os.path.join(scratch, "w.npz")
+    weights.save_weights(stored_weights, "cnn", cnn, reference, logits=np.zeros((2, 10)))
+    loaded = weights.load_weights(stored_weights, "cnn", cnn)
+    assert all(np.array_equal(loaded[name], reference[name]) for name in reference)
+    assert loaded[weights.LOGITS].shape == (2, 10)
+
     path = os.path.join(scratch, "r.json")
     results.write_result(path, record)
     stored = results.read_result(path)

@@ -44,10 +44,11 @@ def test_notebook_follows_its_task_skeleton(path):
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     assert code[0]["metadata"]["tags"] == ["parameters"]
     assigned = [node.targets[0].id for node in ast.parse("".join(code[0]["source"])).body]
-    assert assigned[:len(PARAMETER_NAMES)] == PARAMETER_NAMES, "every notebook starts with the same parameters"
+    common = PARAMETER_NAMES + list(catalog.TASK_PARAMETERS[task])
+    assert assigned[:len(common)] == common, "every notebook of a task starts with the same parameters"
     framework = next(f for f in catalog.FRAMEWORKS if path.stem.startswith(f.notebook_prefix + "_"))
     variant_names = {name for variant in framework.variants for name, _ in variant.parameters}
-    assert set(assigned[len(PARAMETER_NAMES):]) == variant_names, "extra parameters are those the variants set"
+    assert set(assigned[len(common):]) == variant_names, "extra parameters are those the variants set"
     assert all(cell["metadata"].get("tags") for cell in notebook["cells"][1:]), "every cell after the title is tagged"
 
 

@@ -1,0 +1,113 @@
+"""Framework-neutral weights of the CNN and the RNN: canonical names and layouts, reference values, .npz files.
+
+Every framework's notebook can start from the same numbers (`init_weights`) and save what it trained
+(`export_weights`), converting between its own layouts and the canonical ones below in a few lines.
+The equivalence tests use this to check that every translation computes the same function.
+
+Canonical layouts (float32):
+- convolution kernels OIHW: (out_channels, in_channels, height, width); biases (out,)
+- dense kernels (in, out), applied as x @ kernel + bias; the CNN's first dense layer takes the
+  (channels, height, width) feature map flattened in that order (C-order)
+- embedding (vocab_size, embedding_dim)
+- GRU gates in the order reset, update, new (r, z, n), stacked along the last axis:
+  kernel_input (input_dim, 3 * units), kernel_recurrent (units, 3 * units), and the biases
+  bias_input and bias_recurrent (3 * units,) kept apart; the reset gate applies after the
+  recurrent product (cuDNN's and PyTorch's GRU, Keras's reset_after=True):
+      r = sigmoid(x Wr + bir + h Ur + bhr);  z = sigmoid(x Wz + biz + h Uz + bhz)
+      n = tanh(x Wn + bin + r * (h Un + bhn));  h' = (1 - z) * n + z * h
+"""
+
+import os
+import tempfile
+
+import numpy as np
+
+FORMAT_VERSION = 1
+TASKS = ("cnn", "rnn")
+LOGITS = "logits"  # optional entry of an exported file: the model's logits on a probe batch
+
+
+def shapes(task, params):
+    """Return {name: shape} of the canonical weights of `task` ("cnn" or "rnn") for its hyperparameters."""
+    if task == "cnn":
+        classes = params["num_classes"]
+        return {
+            "conv1/kernel": (50, 3, 3, 3), "conv1/bias": (50,),
+            "conv2/kernel": (50, 50, 3, 3), "conv2/bias": (50,),
+            "conv3/kernel": (100, 50, 3, 3), "conv3/bias": (100,),
+            "conv4/kernel": (100, 100, 3, 3), "conv4/bias": (100,),
+            "fc1/kernel": (100 * 8 * 8, 512), "fc1/bias": (512,),
+            "fc2/kernel": (512, classes), "fc2/bias": (classes,),
+        }
+    if task == "rnn":
+        vocab, dim, units = params["vocab_size"], params["embedding_dim"], params["hidden_units"]
+        return {
+            "embedding": (vocab, dim),
+            "gru/kernel_input": (dim, 3 * units), "gru/kernel_recurrent": (units, 3 * units),
+            "gru/bias_input": (3 * units,), "gru/bias_recurrent": (3 * units,),
+            "fc/kernel": (units, params["num_classes"]), "fc/bias": (params["num_classes"],),
+        }
+    raise ValueError("no canonical weights for task {!r}; tasks with them: {}".format(task, ", ".join(TASKS)))
+
+
+def reference_weights(task, params, seed=0):
+    """Deterministic weights for `task` from `seed`: uniform(+-1/sqrt(fan_in)) like PyTorch's layers, embedding N(0, 1)."""
+    rng = np.random.RandomState(seed)
+    out = {}
+    for name, shape in sorted(shapes(task, params).items()):
+        if name == "embedding":
+            out[name] = rng.normal(0.0, 1.0, size=shape)
+            continue
+        if name.startswith("gru/"):
+            fan_in = shape[-1] // 3  # PyTorch's GRU: every weight and bias from +-1/sqrt(units)
+        elif name.endswith("/kernel"):
+            fan_in = int(np.prod(shape[1:])) if len(shape) == 4 else shape[0]
+        else:  # a bias: the fan-in of its kernel
+            kernel = shapes(task, params)[name.replace("/bias", "/kernel")]
+            fan_in = int(np.prod(kernel[1:])) if len(kernel) == 4 else kernel[0]
+        bound = 1.0 / np.sqrt(fan_in)
+        out[name] = rng.uniform(-bound, bound, size=shape)
+    return {name: value.astype(np.float32) for name, value in out.items()}
+
+
+def check(task, params, arrays):
+    """Raise ValueError unless `arrays` has exactly the canonical names and shapes of `task`."""
+    expected = shapes(task, params)
+    missing = sorted(set(expected) - set(arrays))
+    extra = sorted(set(arrays) - set(expected) - {LOGITS})
+    if missing or extra:
+        raise ValueError("{} weights: missing {}, unexpected {}".format(task, missing or "none", extra or "none"))
+    for name, shape in expected.items():
+        if tuple(np.shape(arrays[name])) != tuple(shape):
+            raise ValueError("{} weight {} has shape {}, expected {}".format(task, name, np.shape(arrays[name]), shape))
+
+
+def save_weights(path, task, params, arrays, logits=None):
+    """Write canonical weights (checked first) and optionally probe logits to `path` as .npz, atomically."""
+    check(task, params, arrays)
+    contents = {name: np.asarray(value, dtype=np.float32) for name, value in arrays.items()}
+    if logits is not None:
+        contents[LOGITS] = np.asarray(logits, dtype=np.float32)
+    contents["format_version"] = np.array(FORMAT_VERSION)
+    contents["task"] = np.array(task)
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(suffix=".npz", dir=folder)
+    os.close(handle)
+    try:
+        np.savez(temporary, **contents)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+    return path
+
+
+def load_weights(path, task, params):
+    """Read canonical weights of `task` from `path`, checking task, names and shapes; returns {name: float32 array}."""
+    with np.load(path) as data:
+        stored_task = str(data["task"]) if "task" in data.files else None
+        if stored_task != task:
+            raise ValueError("{} holds weights for task {}, not {}".format(path, stored_task, task))
+        arrays = {name: data[name].astype(np.float32) for name in data.files if name not in ("format_version", "task")}
+    check(task, params, arrays)
+    return arrays
