@@ -15,10 +15,10 @@ TASK_NOTEBOOK = {"cnn": "CNN", "inference": "Inference", "rnn": "RNN"}
 TASK_SECTIONS = {
     "cnn": ("parameters", "imports", "setup", "data", "model", "weights", "training", "evaluation", "results"),
     "inference": ("parameters", "imports", "setup", "data", "model", "inference", "results"),
-    "rnn": ("parameters", "imports", "setup", "data", "model", "training", "evaluation", "results"),
+    "rnn": ("parameters", "imports", "setup", "data", "model", "weights", "training", "evaluation", "results"),
 }
 # Parameters every notebook of a task has after the common ones (common/weights.py's exchange).
-TASK_PARAMETERS = {"cnn": ("init_weights", "export_weights"), "inference": (), "rnn": ()}
+TASK_PARAMETERS = {"cnn": ("init_weights", "export_weights"), "inference": (), "rnn": ("init_weights", "export_weights")}
 TASK_TITLES = {
     "cnn": "CNN: VGG-style net trained on CIFAR-10",
     "inference": "Inference: ResNet-50 features (2048-d)",
