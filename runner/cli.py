@@ -76,6 +76,8 @@ def build_parser():
     run.add_argument("--no-setup", action="store_true", help="fail instead of building missing environments")
     run.add_argument("--gpu", action="store_true", help="build missing environments with their GPU packages")
     run.add_argument("-q", "--quiet", action="store_true", help="hide the notebooks' own output")
+    run.add_argument("--no-equivalence", action="store_true", help="skip the check that every CNN and RNN notebook "
+                     "computes PyTorch's results from shared weights (a few smoke-sized runs per framework)")
 
     setup = sub.add_parser("setup", help="build the environments and kernels (all, or those named)")
     setup.add_argument("envs", nargs="*", help="environment names, default all: " + ", ".join(catalog.ENVIRONMENTS))
@@ -253,6 +255,22 @@ def rosetta(args):
     return 0
 
 
+def check_equivalence(jobs, run_dir):
+    """Compare the selected CNN and RNN notebooks with PyTorch's from shared weights, into run_dir/equivalence/."""
+    from runner import equivalence
+
+    checked = [job for job in jobs if job.task in equivalence.TASKS and job.framework.key != equivalence.REFERENCE]
+    reference_env = catalog.ENVIRONMENTS[catalog.select([equivalence.REFERENCE])[0].variant.env]
+    if not checked:
+        return
+    if not environments.is_ready(reference_env):
+        print("[equivalence] skipped: the reference, PyTorch, has no environment here")
+        return
+    started = time.time()
+    equivalence.check(checked, run_dir / equivalence.EQUIVALENCE_DIR)
+    print("[equivalence] done in {}".format(_clock(time.time() - started)))
+
+
 def _clock(seconds):
     return "{:d}:{:02d}".format(int(seconds // 60), int(seconds % 60))
 
@@ -300,6 +318,8 @@ def run(args):
             print("[{}/{} {}] {}: {} after {:.0f} s; {}".format(
                 number, len(args.jobs), _clock(time.time() - started), job.stem, record["status"].upper(),
                 record.get("duration_s") or 0, outcome))
+        if not args.no_equivalence:
+            check_equivalence([job for job in args.jobs if job.variant.env not in unavailable], run_dir)
     except KeyboardInterrupt:
         print("\nInterrupted: writing the table of what finished.")
         failures += 1

@@ -50,14 +50,14 @@ def _bar(value, largest):
     return '<span class="bar" style="width:{:.0f}px"></span>'.format(max(1.0, 160.0 * value / largest))
 
 
-def _task_table(task, rows, links):
+def _task_table(task, rows, links, checks=None):
     key, _ = results.HEADLINE[task]
     largest = max([r[key] for r in rows if r[key] is not None] or [0])
     if task == "inference":
         head = ["Framework", "Version", "Device", "Weights", "s / 1000 images", "", "min - max", "images/s", "Status"]
     else:
         head = ["Framework", "Version", "Device", "Data", "Training (s)", "", "First epoch (s)", "Epoch (s, median)",
-                "Compile (s)", "Accuracy", "Status"]
+                "Compile (s)", "Accuracy", "Status"] + (["Same as PyTorch"] if checks else [])
     lines = ["<table><tr>" + "".join("<th>{}</th>".format(_e(h)) for h in head) + "</tr>"]
     for r in rows:
         name = _e(report.label(r))
@@ -75,6 +75,8 @@ def _task_table(task, rows, links):
                       report.number(r["epoch_s_median"]),
                       (report.number(r["compile_s"], 2) or "-") if r["status"] == "ok" else "",
                       report.number(r["accuracy"], 3), status]
+            if checks:
+                cells.append(_e(report.same_as_pytorch(r, checks)))
         numeric = {4, 6, 7, 8, 9} if task != "inference" else {4, 6, 7}
         lines.append("<tr>" + "".join('<td class="num">{}</td>'.format(c) if i in numeric else "<td>{}</td>".format(c)
                                       for i, c in enumerate(cells)) + "</tr>")
@@ -103,6 +105,9 @@ def _environment_table(records):
 
 def run_page(run_dir, records, links):
     """The report page of one run folder as HTML."""
+    from runner import equivalence
+
+    checks = equivalence.load(Path(run_dir))
     rows = [report.row(r) for r in records]
     profiles = ", ".join(sorted({r["profile"] for r in rows})) or "-"
     hardware = "; ".join(sorted({r["hardware"] for r in rows if r["hardware"]})) or "-"
@@ -110,7 +115,9 @@ def run_page(run_dir, records, links):
     for task, heading in catalog.TASK_TITLES.items():
         task_rows = [r for r in rows if r["task"] == task]
         if task_rows:
-            body += ["<h2>{}</h2>".format(_e(heading)), _task_table(task, task_rows, links)]
+            body += ["<h2>{}</h2>".format(_e(heading)), _task_table(task, task_rows, links, checks)]
+    if checks:
+        body.append('<p class="note">{}</p>'.format(_e(report.EQUIVALENCE_NOTE)))
     body += ["<h2>Environment</h2>", _environment_table(records),
              '<p class="note">Each framework name links to its executed notebook. Tables: results.md, results.csv, '
              'results.json; plot: results.png.</p>']

@@ -12,7 +12,7 @@ CSV_COLUMNS = (
     "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device", "hardware",
     "framework_version", "threads", "compile_s", "train_s", "first_epoch_s", "epoch_s_median", "accuracy",
     "s_per_1000_images", "s_per_1000_images_min", "s_per_1000_images_max", "images_per_s", "warmup_s",
-    "duration_s", "notebook",
+    "duration_s", "notebook", "same_as_pytorch",
 )
 
 
@@ -89,18 +89,38 @@ def status_text(r):
     return "ok" if r["status"] == "ok" else "{}: {}".format(r["status"], (r["error"] or "").replace("|", "/"))
 
 
-def markdown(records, title="Results"):
+EQUIVALENCE_NOTE = ("Same as PyTorch: from one shared weight file, does the notebook compute PyTorch's logits and "
+                    "training step? (`runner/equivalence.py`, on the CPU with smoke-sized data).")
+
+
+def same_as_pytorch(r, checks):
+    """The table cell saying whether a CNN/RNN row computes PyTorch's function from shared weights."""
+    from runner import equivalence
+
+    if r["task"] not in equivalence.TASKS:
+        return None
+    if r["framework"] == "PyTorch":
+        return "reference"
+    result = checks.get((r["task"], label(r)))
+    return equivalence.verdict(result).replace("|", "/") if result else "not checked"
+
+
+def markdown(records, title="Results", checks=None):
     """The comparison table as Markdown: a header naming profile and hardware, then one table per task.
 
     Training time excludes compilation where a framework compiles ahead (Compile column); a framework
     that compiles inside its first epoch, or runs eagerly, shows "-" there, and the first epoch apart.
+    `checks` ({(task, label): result} from runner.equivalence.load) adds the "Same as PyTorch" column.
     """
+    checks = checks or {}
     rows = [row(r) for r in records]
     lines = ["## " + title, ""]
     profiles = sorted({r["profile"] for r in rows})
     hardware = sorted({r["hardware"] for r in rows if r["hardware"]})
     lines.append("Profile: {}. Hardware: {}.".format(", ".join(profiles) or "-", "; ".join(hardware) or "-"))
     lines += ["", TIMING_NOTE]
+    if checks:
+        lines += ["", EQUIVALENCE_NOTE]
     for task, heading in catalog.TASK_TITLES.items():
         task_rows = [r for r in rows if r["task"] == task]
         if not task_rows:
@@ -116,14 +136,16 @@ def markdown(records, title="Results"):
                     label(r), r["framework_version"] or "", r["device"] or "", r["weights"] or "",
                     number(r["s_per_1000_images"], 2), spread, number(r["images_per_s"]), status_text(r)))
         else:
+            extra = " Same as PyTorch |" if checks else ""
             lines += ["| Framework | Version | Device | Data | Training (s) | First epoch (s) | Epoch (s, median) "
-                      "| Compile (s) | Accuracy | Status |", "|---|---|---|---|---:|---:|---:|---:|---:|---|"]
+                      "| Compile (s) | Accuracy | Status |" + extra,
+                      "|---|---|---|---|---:|---:|---:|---:|---:|---|" + ("---|" if checks else "")]
             for r in task_rows:
                 lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     label(r), r["framework_version"] or "", r["device"] or "", r["data"] or "",
                     number(r["train_s"]), number(r["first_epoch_s"]), number(r["epoch_s_median"]),
                     (number(r["compile_s"], 2) or "-") if r["status"] == "ok" else "", number(r["accuracy"], 3),
-                    status_text(r)))
+                    status_text(r)) + (" {} |".format(same_as_pytorch(r, checks)) if checks else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -161,10 +183,15 @@ def plot(records, path):
 def write_report(run_dir):
     """Write results.md, .csv, .json, results.png and report.html (with notebooks as HTML); return the Markdown."""
     run_dir = Path(run_dir)
+    from runner import equivalence
+
     records = load_records(run_dir)
-    text = markdown(records, title="Results of {}".format(run_dir.name))
+    checks = equivalence.load(run_dir)
+    text = markdown(records, title="Results of {}".format(run_dir.name), checks=checks)
     (run_dir / "results.md").write_text(text)
     rows = [row(r) for r in records]
+    for r in rows:
+        r["same_as_pytorch"] = same_as_pytorch(r, checks) if checks else None
     with open(str(run_dir / "results.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
         writer.writeheader()

@@ -68,3 +68,30 @@ def test_merged_table_has_a_column_per_run_and_flags_what_differs(tmp_path):
     assert "| PyTorch | 40.0 (acc 0.500) [synthetic data] | 1.0 (acc 0.100) [synthetic data] |" in text
     assert "| JAX | not run | 2.0 (acc 0.200) [synthetic data] |" in text
     assert "<th>" in html_report.merged_page([quick, smoke])
+
+
+def test_the_equivalence_check_fills_a_same_as_pytorch_column(tmp_path):
+    import json
+
+    from runner import equivalence, html_report
+
+    run_dir = write_run(tmp_path / "run", "quick", [
+        ok_record("PyTorch", "rnn", train_s=2.0, accuracy=0.6), ok_record("CNTK", "rnn", train_s=3.0, accuracy=0.5),
+        ok_record("Keras", "rnn", "jax", train_s=3.0, accuracy=0.5), ok_record("MXNet", "rnn", train_s=1.0, accuracy=0.5),
+        ok_record("PyTorch", "inference", s_per_1000_images=5.0, images_per_s=200.0)])
+    base = {"task": "rnn", "failures": [], "equivalent": True, "reason": None, "step_differences": {}}
+    checked = [dict(base, framework="Keras (jax)", logits_max_abs=1.5e-7),
+               dict(base, framework="CNTK", equivalent=False, reason="reset gate | before")]
+    (run_dir / equivalence.EQUIVALENCE_DIR).mkdir()
+    (run_dir / equivalence.EQUIVALENCE_DIR / equivalence.RESULT_FILE).write_text(
+        json.dumps({"rnn": equivalence.document("rnn", checked)}))
+    text = report.write_report(run_dir)
+    assert "| Accuracy | Status | Same as PyTorch |" in text and report.EQUIVALENCE_NOTE in text
+    assert text.count("| ok | reference |") == 1 and "| ok | yes (logits within 1.5e-07) |" in text
+    assert "| ok | no: reset gate / before |" in text and "| ok | not checked |" in text  # MXNet was not checked
+    assert "| 200.0 | ok |\n" in text  # inference has no such column
+    page = (run_dir / "report.html").read_text()
+    assert "Same as PyTorch" in page and "no: reset gate / before" in page
+    rows = {(r["task"], r["framework"]): r for r in json.loads((run_dir / "results.json").read_text())["rows"]}
+    assert rows["rnn", "CNTK"]["same_as_pytorch"] == "no: reset gate / before"
+    assert rows["inference", "PyTorch"]["same_as_pytorch"] is None

@@ -1,0 +1,197 @@
+"""Same weights, same function: run each framework's CNN and RNN notebook from one canonical weight file
+(common/weights.py) and compare what it computes with PyTorch's notebook, in float32.
+
+- CNN: one SGD-momentum step on the same 64 images with dropout off. Compared: every weight array after
+  the step, the step itself (weights after minus before, which the unchanged bulk of each weight would
+  otherwise hide), and the logits of the first test batch.
+- RNN: the logits at the shared weights (a run with learning rate 0), then one Adam step: weights after
+  it, and the logits.
+
+Where a framework's step differs in one array for a known reason, STEP_DIFFERENCES names it and the rest
+must agree. Where a framework cannot compute the reference function, NOT_EQUIVALENT says why; what
+still holds is checked instead (the weights it can represent go in and come out unchanged), and that
+the outputs do differ, so that the claim stays true.
+"""
+
+import json
+
+import numpy as np
+
+from common import hyperparams, weights
+from runner import catalog, execution
+
+TASKS = ("cnn", "rnn")
+REFERENCE = "pytorch"
+EQUIVALENCE_DIR = "equivalence"  # in a run folder: the check's notebooks, weight files and RESULT_FILE
+RESULT_FILE = "equivalence.json"
+CASES = {
+    # dropout off: it draws different masks in every framework
+    "cnn": {"train_samples": 64, "test_samples": 64, "epochs": 1, "conv_dropout": 0.0, "dense_dropout": 0.0},
+    # beta2 0: Adam's first step is then the same whether epsilon is added before the bias correction
+    # (Keras, MXNet, Chainer, CNTK) or after it (PyTorch, the TensorFlow notebook, Optax)
+    "rnn": {"train_samples": 64, "test_samples": 64, "epochs": 1, "beta2": 0.0},
+}
+WEIGHTS_TOLERANCE = {"cnn": {"rtol": 1e-4, "atol": 1e-5},
+                     # an Adam step is +-lr except where a gradient is near eps; there float32 noise in the
+                     # gradient moves it by a few percent of lr (1e-3)
+                     "rnn": {"rtol": 1e-4, "atol": 2e-5}}
+LOGITS_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+# A step's largest difference, relative to the largest step of that array (CNN). A float32 weight near
+# 0.1 is resolved to about 1e-8 and an SGD step is about 1e-5, so a step is only known to about 1e-3 of
+# itself; a wrong gradient scale or momentum formulation is off by 10% or more.
+STEP_TOLERANCE = 1e-2
+NOT_EQUIVALENT = {
+    ("rnn", "jax"): "Flax's GRUCell has no recurrent bias: the new gate's one (inside the reset product) is lost "
+                    "and the reset and update gates get one bias where the reference has two",
+    ("rnn", "cntk"): "CNTK's GRU applies the reset gate before the recurrent product and has no recurrent biases",
+}
+# Arrays that one step changes differently although the function is the same, and why.
+STEP_DIFFERENCES = {
+    "Keras_RNN-tensorflow": {"embedding": "Keras' Adam on the TensorFlow backend squares the embedding's sparse "
+                                          "gradient once per occurrence of a token, before repeated tokens are summed"},
+}
+# The arrays a framework that cannot hold the reference's biases still takes in and gives back unchanged.
+REPRESENTABLE = ("embedding", "gru/kernel_input", "gru/kernel_recurrent", "fc/kernel", "fc/bias")
+
+
+class ExchangeError(RuntimeError):
+    """A notebook run for the equivalence check failed; the message is its first error line."""
+
+
+def params_for(task, overrides):
+    """The smoke profile's hyperparameters of `task` with the check's overrides."""
+    return hyperparams.for_task(task, "smoke", overrides)
+
+
+def run_exchange(task, job, folder, init, overrides, tag):
+    """Run `job`'s notebook on the CPU from the canonical weights `init`; return what it exported."""
+    run_dir = folder / tag
+    run_dir.mkdir(parents=True, exist_ok=True)
+    exported = run_dir / (job.stem + ".npz")
+    parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": overrides,
+                  "init_weights": str(init), "export_weights": str(exported)}
+    record = execution.run_job(job, run_dir, "smoke", parameters, timeout=600, show_output=False)
+    if record["status"] != "ok":
+        raise ExchangeError("{} {}: {}".format(job.stem, record["status"], record["error"]))
+    return weights.load_weights(str(exported), task, params_for(task, overrides))
+
+
+def reference(task, folder):
+    """The shared starting weights of `task` in `folder`, and what PyTorch's notebook exported from them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    params = params_for(task, CASES[task])
+    init = weights.save_weights(str(folder / "init.npz"), task, params, weights.reference_weights(task, params, seed=0))
+    pytorch = catalog.select([REFERENCE], [task])[0]
+    entry = {"task": task, "folder": folder, "init": init, "start": weights.load_weights(init, task, params),
+             "step": run_exchange(task, pytorch, folder, init, CASES[task], "step")}
+    if task == "rnn":
+        entry["forward"] = run_exchange(task, pytorch, folder, init, dict(CASES[task], lr=0.0), "forward")
+    return entry
+
+
+def _max_abs(a, b):
+    return float(np.abs(a - b).max())
+
+
+def compare(job, entry):
+    """Run `job` from the reference's weights and compare; the result lists every failed check in 'failures'."""
+    task = entry["task"]
+    reason = NOT_EQUIVALENT.get((task, job.framework.key))
+    differences = STEP_DIFFERENCES.get(job.stem, {})
+    result = {"job": job.stem, "framework": job.label, "task": task, "equivalent": reason is None, "reason": reason,
+              "step_differences": differences, "failures": []}
+    failures = result["failures"]
+    logits_bound = LOGITS_TOLERANCE["atol"]
+    if task == "rnn":
+        forward = run_exchange(task, job, entry["folder"], entry["init"], dict(CASES[task], lr=0.0), "forward")
+        result["forward_logits_max_abs"] = _max_abs(forward[weights.LOGITS], entry["forward"][weights.LOGITS])
+        if reason:
+            for name in REPRESENTABLE:
+                if not np.array_equal(forward[name], entry["start"][name]):
+                    failures.append("{} did not come back unchanged".format(name))
+            if result["forward_logits_max_abs"] <= logits_bound * 100:
+                failures.append("the logits agree now: is it still not equivalent?")
+            return result
+        if not np.allclose(forward[weights.LOGITS], entry["forward"][weights.LOGITS], **LOGITS_TOLERANCE):
+            failures.append("logits at the shared weights differ by up to {:.2e}".format(result["forward_logits_max_abs"]))
+    got = run_exchange(task, job, entry["folder"], entry["init"], CASES[task], "step")
+    arrays = {}
+    for name, start in entry["start"].items():
+        expected = entry["step"][name]
+        largest = float(np.abs(expected - start).max())
+        arrays[name] = {"max_abs": _max_abs(got[name], expected),
+                        "step_relative": _max_abs(got[name] - start, expected - start) / largest if largest else 0.0}
+        if name in differences:
+            if arrays[name]["max_abs"] <= WEIGHTS_TOLERANCE[task]["atol"] * 10:
+                failures.append("{} agrees now: is the step difference gone?".format(name))
+            continue
+        if not np.allclose(got[name], expected, **WEIGHTS_TOLERANCE[task]):
+            failures.append("{} differs after the step by up to {:.2e}".format(name, arrays[name]["max_abs"]))
+        if task == "cnn" and arrays[name]["step_relative"] > STEP_TOLERANCE:
+            failures.append("{}'s step differs by {:.1%} of the step".format(name, arrays[name]["step_relative"]))
+    result.update(logits_max_abs=_max_abs(got[weights.LOGITS], entry["step"][weights.LOGITS]),
+                  weights_max_abs=max(a["max_abs"] for a in arrays.values()),
+                  step_max_relative=max(a["step_relative"] for a in arrays.values()), arrays=arrays)
+    if not differences and not np.allclose(got[weights.LOGITS], entry["step"][weights.LOGITS], **LOGITS_TOLERANCE):
+        failures.append("logits after the step differ by up to {:.2e}".format(result["logits_max_abs"]))
+    return result
+
+
+def verdict(result):
+    """One short table cell for a result: 'yes (...)', 'no: reason', 'forward yes; ...', or 'check failed: ...'."""
+    if result.get("error"):
+        return "check failed: " + result["error"]
+    if result["failures"]:
+        return "check failed: " + "; ".join(result["failures"])
+    if not result["equivalent"]:
+        return "no: " + result["reason"]
+    logits = "logits within {:.1e}".format(result["logits_max_abs"]) if "logits_max_abs" in result else ""
+    if result["step_differences"]:
+        name, why = next(iter(result["step_differences"].items()))
+        return "same function; one step differs in {}: {}".format(name, why)
+    return "yes ({})".format(logits)
+
+
+def document(task, results):
+    """The JSON document of a task's check: what was compared, with which tolerances, and the results."""
+    return {"task": task, "reference": "PyTorch", "overrides": CASES[task],
+            "tolerances": {"weights": WEIGHTS_TOLERANCE[task], "logits": LOGITS_TOLERANCE, "step_relative": STEP_TOLERANCE},
+            "results": results}
+
+
+def load(run_dir):
+    """The check's results of a run folder as {(task, framework label): result}; empty when it was not run."""
+    path = run_dir / EQUIVALENCE_DIR / RESULT_FILE
+    if not path.exists():
+        return {}
+    return {(task, result["framework"]): result for task, doc in json.loads(path.read_text()).items()
+            for result in doc["results"]}
+
+
+def check(jobs, folder, say=print):
+    """Compare every CNN and RNN job with PyTorch's from shared weights; write folder/equivalence.json; return it."""
+    out = {}
+    folder.mkdir(parents=True, exist_ok=True)
+    for task in TASKS:
+        task_jobs = [job for job in jobs if job.task == task and job.framework.key != REFERENCE]
+        if not task_jobs:
+            continue
+        say("[equivalence] {}: PyTorch from the shared weights ...".format(task))
+        results = []
+        try:
+            entry = reference(task, folder / task)
+        except ExchangeError as error:
+            results = [{"job": job.stem, "framework": job.label, "task": task, "error": "reference: " + str(error)}
+                       for job in task_jobs]
+            out[task] = document(task, results)
+            continue
+        for job in task_jobs:
+            try:
+                result = compare(job, entry)
+            except ExchangeError as error:
+                result = {"job": job.stem, "framework": job.label, "task": task, "error": str(error)}
+            say("[equivalence] {}: {}".format(job.stem, verdict(result)))
+            results.append(result)
+        out[task] = document(task, results)
+    (folder / RESULT_FILE).write_text(json.dumps(out, indent=1) + "\n")
+    return out
