@@ -73,7 +73,7 @@ def test_merged_table_has_a_column_per_run_and_flags_what_differs(tmp_path):
 def test_the_equivalence_check_fills_a_same_as_pytorch_column(tmp_path):
     import json
 
-    from runner import equivalence, html_report
+    from runner import equivalence
 
     run_dir = write_run(tmp_path / "run", "quick", [
         ok_record("PyTorch", "rnn", train_s=2.0, accuracy=0.6), ok_record("CNTK", "rnn", train_s=3.0, accuracy=0.5),
