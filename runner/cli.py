@@ -260,9 +260,9 @@ def check_equivalence(jobs, run_dir):
     from runner import equivalence
 
     checked = [job for job in jobs if job.task in equivalence.TASKS and job.framework.key != equivalence.REFERENCE]
-    reference_env = catalog.ENVIRONMENTS[catalog.select([equivalence.REFERENCE])[0].variant.env]
-    if not checked:
+    if not checked or equivalence.REFERENCE not in catalog.framework_keys():
         return
+    reference_env = catalog.ENVIRONMENTS[catalog.select([equivalence.REFERENCE])[0].variant.env]
     if not environments.is_ready(reference_env):
         print("[equivalence] skipped: the reference, PyTorch, has no environment here")
         return

@@ -74,7 +74,7 @@ def _task_table(task, rows, links, checks=None):
             cells += [_e(r["data"]), report.number(r[key]), _bar(r[key], largest), report.number(r["first_epoch_s"]),
                       report.number(r["epoch_s_median"]),
                       (report.number(r["compile_s"], 2) or "-") if r["status"] == "ok" else "",
-                      report.number(r["accuracy"], 3), status]
+                      _e(report.accuracy_text(r, rows)), status]
             if checks:
                 cells.append(_e(report.same_as_pytorch(r, checks)))
         numeric = {4, 6, 7, 8, 9} if task != "inference" else {4, 6, 7}
@@ -116,6 +116,7 @@ def run_page(run_dir, records, links):
         task_rows = [r for r in rows if r["task"] == task]
         if task_rows:
             body += ["<h2>{}</h2>".format(_e(heading)), _task_table(task, task_rows, links, checks)]
+    body.append('<p class="note">{}</p>'.format(_e(report.ACCURACY_NOTE)))
     if checks:
         body.append('<p class="note">{}</p>'.format(_e(report.EQUIVALENCE_NOTE)))
     body += ["<h2>Environment</h2>", _environment_table(records),

@@ -12,7 +12,7 @@ CSV_COLUMNS = (
     "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device", "hardware",
     "framework_version", "threads", "compile_s", "train_s", "first_epoch_s", "epoch_s_median", "accuracy",
     "s_per_1000_images", "s_per_1000_images_min", "s_per_1000_images_max", "images_per_s", "warmup_s",
-    "duration_s", "notebook", "same_as_pytorch",
+    "duration_s", "notebook", "num_classes", "test_samples", "same_as_pytorch", "accuracy_flag",
 )
 
 
@@ -65,6 +65,8 @@ def row(record):
         "warmup_s": timings.get("warmup_s"),
         "duration_s": record.get("duration_s"),
         "notebook": record.get("notebook"),
+        "num_classes": (record.get("params") or {}).get("num_classes"),
+        "test_samples": (record.get("params") or {}).get("test_samples"),
     }
 
 
@@ -87,6 +89,37 @@ def number(value, digits=1):
 def status_text(r):
     """'ok', or the status with the first line of the error ('|' made safe for Markdown tables)."""
     return "ok" if r["status"] == "ok" else "{}: {}".format(r["status"], (r["error"] or "").replace("|", "/"))
+
+
+FULL_TEST_SAMPLES = {"cnn": 10000, "rnn": 25000}  # the whole test splits, when a profile uses them all
+ACCURACY_NOTE = ("Accuracy flags: 'not above chance' where a run does not beat chance by a clear margin (5 points, "
+                 "or 3 standard errors of a chance-level score on its test samples if more); with the full profile "
+                 "on real data, 'N points from median' where it lies more than 2 points from its task's median.")
+
+
+def accuracy_flag(r, task_rows):
+    """A warning about a trained row's accuracy, or None: no better than chance, or (full, real data) off the median."""
+    if r["accuracy"] is None or r["task"] not in FULL_TEST_SAMPLES:
+        return None
+    chance = 1.0 / (r["num_classes"] or 2)
+    samples = r["test_samples"] or FULL_TEST_SAMPLES[r["task"]]
+    margin = max(0.05, 3 * (chance * (1 - chance) / samples) ** 0.5)
+    if r["accuracy"] < chance + margin:
+        return "not above chance"
+    if r["profile"] == "full" and r["data"] == "real":
+        peers = sorted(x["accuracy"] for x in task_rows
+                       if x["accuracy"] is not None and x["profile"] == "full" and x["data"] == "real")
+        middle = len(peers) // 2
+        median = peers[middle] if len(peers) % 2 else (peers[middle - 1] + peers[middle]) / 2
+        if abs(r["accuracy"] - median) > 0.02:
+            return "{:.1f} points from median".format(100 * abs(r["accuracy"] - median))
+    return None
+
+
+def accuracy_text(r, task_rows):
+    """The accuracy cell: the figure, and its flag in parentheses when there is one."""
+    flag = accuracy_flag(r, task_rows)
+    return number(r["accuracy"], 3) + (" ({})".format(flag) if flag else "")
 
 
 EQUIVALENCE_NOTE = ("Same as PyTorch: from one shared weight file, does the notebook compute PyTorch's logits and "
@@ -118,7 +151,7 @@ def markdown(records, title="Results", checks=None):
     profiles = sorted({r["profile"] for r in rows})
     hardware = sorted({r["hardware"] for r in rows if r["hardware"]})
     lines.append("Profile: {}. Hardware: {}.".format(", ".join(profiles) or "-", "; ".join(hardware) or "-"))
-    lines += ["", TIMING_NOTE]
+    lines += ["", TIMING_NOTE, "", ACCURACY_NOTE]
     if checks:
         lines += ["", EQUIVALENCE_NOTE]
     for task, heading in catalog.TASK_TITLES.items():
@@ -144,7 +177,7 @@ def markdown(records, title="Results", checks=None):
                 lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     label(r), r["framework_version"] or "", r["device"] or "", r["data"] or "",
                     number(r["train_s"]), number(r["first_epoch_s"]), number(r["epoch_s_median"]),
-                    (number(r["compile_s"], 2) or "-") if r["status"] == "ok" else "", number(r["accuracy"], 3),
+                    (number(r["compile_s"], 2) or "-") if r["status"] == "ok" else "", accuracy_text(r, task_rows),
                     status_text(r)) + (" {} |".format(same_as_pytorch(r, checks)) if checks else ""))
     return "\n".join(lines) + "\n"
 
@@ -192,6 +225,7 @@ def write_report(run_dir):
     rows = [row(r) for r in records]
     for r in rows:
         r["same_as_pytorch"] = same_as_pytorch(r, checks) if checks else None
+        r["accuracy_flag"] = accuracy_flag(r, [x for x in rows if x["task"] == r["task"]])
     with open(str(run_dir / "results.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
         writer.writeheader()

@@ -95,3 +95,22 @@ def test_the_equivalence_check_fills_a_same_as_pytorch_column(tmp_path):
     rows = {(r["task"], r["framework"]): r for r in json.loads((run_dir / "results.json").read_text())["rows"]}
     assert rows["rnn", "CNTK"]["same_as_pytorch"] == "no: reset gate / before"
     assert rows["inference", "PyTorch"]["same_as_pytorch"] is None
+
+
+def test_accuracy_flags_chance_level_runs_and_full_runs_off_the_median():
+    def row_of(framework, accuracy, profile="quick", data="synthetic", task="cnn", test_samples=1024):
+        record = ok_record(framework, task, train_s=1.0, accuracy=accuracy)
+        record.update(profile=profile, data={"source": data, "description": "x"},
+                      params={"num_classes": 10 if task == "cnn" else 2, "test_samples": test_samples})
+        return report.row(record)
+
+    quick = [row_of("PyTorch", 0.104), row_of("JAX", 0.149), row_of("MXNet", 0.151)]
+    assert [report.accuracy_flag(r, quick) for r in quick] == ["not above chance", "not above chance", None]
+    small = row_of("PyTorch", 0.60, task="rnn", test_samples=128)  # 3 standard errors at 128 reviews: 0.13
+    assert report.accuracy_flag(small, [small]) == "not above chance"
+    full = [row_of(name, acc, "full", "real", test_samples=None) for name, acc in
+            (("PyTorch", 0.770), ("TensorFlow", 0.766), ("Keras", 0.778), ("JAX", 0.730))]
+    assert [report.accuracy_flag(r, full) for r in full] == [None, None, None, "3.8 points from median"]
+    assert report.accuracy_text(full[3], full) == "0.730 (3.8 points from median)"
+    synthetic_full = row_of("JAX", 0.731, "full", "synthetic", test_samples=None)
+    assert report.accuracy_flag(synthetic_full, full + [synthetic_full]) is None  # only real data is compared
