@@ -9,6 +9,8 @@ import platform
 
 import numpy as np
 
+from common import flops
+
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
                     "TF_NUM_INTEROP_THREADS")
 
@@ -66,6 +68,8 @@ def facts(framework, framework_version, device, gpus=(), cuda=None, cudnn=None, 
         "cuda": None if cuda is None else str(cuda),
         "cudnn": None if cudnn is None else str(cudnn),
         "threads": threads,
+        "cpu_mhz": flops.cpu_mhz(),  # with cpu_simd, for the CPU's peak estimate (common/flops.py)
+        "cpu_simd": flops.cpu_simd(),
         "thread_variables": {name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
     }
     if extra:

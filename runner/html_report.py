@@ -54,10 +54,11 @@ def _task_table(task, rows, links, checks=None):
     key, _ = results.HEADLINE[task]
     largest = max([r[key] for r in rows if r[key] is not None] or [0])
     if task == "inference":
-        head = ["Framework", "Version", "Device", "Weights", "s / 1000 images", "", "min - max", "images/s", "Status"]
+        head = ["Framework", "Version", "Device", "Weights", "s / 1000 images", "", "min - max", "images/s", "GFLOP/s",
+                "Util.", "Status"]
     else:
         head = ["Framework", "Version", "Device", "Data", "Training (s)", "", "First epoch (s)", "Epoch (s, median)",
-                "Compile (s)", "Accuracy", "Status"] + (["Same as PyTorch"] if checks else [])
+                "Compile (s)", "GFLOP/s", "Util.", "Accuracy", "Status"] + (["Same as PyTorch"] if checks else [])
     lines = ["<table><tr>" + "".join("<th>{}</th>".format(_e(h)) for h in head) + "</tr>"]
     for r in rows:
         name = _e(report.label(r))
@@ -69,15 +70,17 @@ def _task_table(task, rows, links, checks=None):
             spread = "" if r["s_per_1000_images_min"] is None else "{} - {}".format(
                 report.number(r["s_per_1000_images_min"], 2), report.number(r["s_per_1000_images_max"], 2))
             cells += [_e(r["weights"]), report.number(r[key], 2), _bar(r[key], largest), spread,
-                      report.number(r["images_per_s"]), status]
+                      report.number(r["images_per_s"]), report.number(r["gflop_per_s"]), report.utilisation_text(r),
+                      status]
         else:
             cells += [_e(r["data"]), report.number(r[key]), _bar(r[key], largest), report.number(r["first_epoch_s"]),
                       report.number(r["epoch_s_median"]),
                       (report.number(r["compile_s"], 2) or "-") if r["status"] == "ok" else "",
-                      _e(report.accuracy_text(r, rows)), status]
+                      report.number(r["gflop_per_s"]), report.utilisation_text(r), _e(report.accuracy_text(r, rows)),
+                      status]
             if checks:
                 cells.append(_e(report.same_as_pytorch(r, checks)))
-        numeric = {4, 6, 7, 8, 9} if task != "inference" else {4, 6, 7}
+        numeric = {4, 6, 7, 8, 9, 10, 11} if task != "inference" else {4, 6, 7, 8, 9}
         lines.append("<tr>" + "".join('<td class="num">{}</td>'.format(c) if i in numeric else "<td>{}</td>".format(c)
                                       for i, c in enumerate(cells)) + "</tr>")
     lines.append("</table>")
@@ -117,6 +120,7 @@ def run_page(run_dir, records, links):
         if task_rows:
             body += ["<h2>{}</h2>".format(_e(heading)), _task_table(task, task_rows, links, checks)]
     body.append('<p class="note">{}</p>'.format(_e(report.ACCURACY_NOTE)))
+    body.append('<p class="note">{}</p>'.format(_e(report.FLOPS_NOTE)))
     if checks:
         body.append('<p class="note">{}</p>'.format(_e(report.EQUIVALENCE_NOTE)))
     body += ["<h2>Environment</h2>", _environment_table(records),

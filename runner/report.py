@@ -4,7 +4,7 @@ import csv
 import json
 from pathlib import Path
 
-from common import environment, results
+from common import environment, flops, results
 from runner import catalog
 from runner.execution import RECORD_SUFFIX
 
@@ -12,7 +12,8 @@ CSV_COLUMNS = (
     "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device", "hardware",
     "framework_version", "threads", "compile_s", "train_s", "first_epoch_s", "epoch_s_median", "accuracy",
     "s_per_1000_images", "s_per_1000_images_min", "s_per_1000_images_max", "images_per_s", "warmup_s",
-    "duration_s", "notebook", "num_classes", "test_samples", "same_as_pytorch", "accuracy_flag",
+    "duration_s", "notebook", "gflop_per_s", "peak_gflop_per_s", "utilisation", "num_classes", "test_samples",
+    "same_as_pytorch", "accuracy_flag",
 )
 
 
@@ -34,12 +35,44 @@ def load_records(run_dir):
     return sorted(records, key=key)
 
 
+FULL_TRAIN_SAMPLES = {"cnn": 50000, "rnn": 25000}  # the whole training splits
+
+
+def throughput(record):
+    """(achieved GFLOP/s, peak GFLOP/s of the device) of a finished record, each None where unknown.
+
+    Training: the analytic FLOPs of a step (common/flops.py) times the samples of an epoch, over the median
+    epoch. Inference: a forward pass's FLOPs per image over the median time per image. Peak: the fp32
+    figure of the GPU's row in common/flops.py, or the CPU estimate for the cores the run could use.
+    """
+    params, metrics, timings = record.get("params") or {}, record.get("metrics") or {}, record.get("timings") or {}
+    env = record.get("environment") or {}
+    achieved = None
+    try:
+        if record["task"] == "inference" and metrics.get("s_per_1000_images"):
+            achieved = flops.resnet50_forward_flops(params["image_size"]) * 1000 / metrics["s_per_1000_images"]
+        elif record["task"] in FULL_TRAIN_SAMPLES and (timings.get("epoch_s") or {}).get("median"):
+            samples = params.get("train_samples") or FULL_TRAIN_SAMPLES[record["task"]]
+            samples = samples // params["batch_size"] * params["batch_size"]
+            achieved = flops.training_flops(record["task"], params) * samples / timings["epoch_s"]["median"]
+    except KeyError:  # a record without the hyperparameters the count needs
+        achieved = None
+    on_gpu = str(env.get("device", "")).startswith(("cuda", "gpu")) and env.get("gpus")
+    if on_gpu:
+        peaks = flops.gpu_peak_tflops(env["gpus"][0])
+        peak = peaks["fp32"] * 1000 if peaks else None
+    else:
+        peak = flops.cpu_peak_gflops(env.get("threads") or env.get("cpu_count"), env.get("cpu_mhz"), env.get("cpu_simd"))
+    return (None if achieved is None else achieved / 1e9), peak
+
+
 def row(record):
     """Flatten a record into the CSV/JSON table row."""
     metrics = record.get("metrics") or {}
     timings = record.get("timings") or {}
     env = record.get("environment") or {}
     per_1000 = timings.get("s_per_1000_images") or {}
+    gflops, peak = throughput(record) if record["status"] == "ok" else (None, None)
     return {
         "framework": record["framework"],
         "variant": record.get("variant"),
@@ -65,6 +98,9 @@ def row(record):
         "warmup_s": timings.get("warmup_s"),
         "duration_s": record.get("duration_s"),
         "notebook": record.get("notebook"),
+        "gflop_per_s": gflops,
+        "peak_gflop_per_s": peak,
+        "utilisation": gflops / peak if gflops is not None and peak else None,
         "num_classes": (record.get("params") or {}).get("num_classes"),
         "test_samples": (record.get("params") or {}).get("test_samples"),
     }
@@ -122,6 +158,18 @@ def accuracy_text(r, task_rows):
     return number(r["accuracy"], 3) + (" ({})".format(flag) if flag else "")
 
 
+FLOPS_NOTE = ("GFLOP/s: analytic FLOPs (common/flops.py: convolutions, dense layers and GRU products; a training "
+              "step counted as three forward passes) over the median epoch, or per image for inference. Util.: "
+              "that over the device's fp32 peak: the vendor's figure for a listed GPU (runs that use TF32 or fp16 "
+              "tensor cores can pass 100%), or for a CPU an estimate, cores x clock x FLOPs per cycle of its "
+              "vector unit.")
+
+
+def utilisation_text(r):
+    """The utilisation cell, e.g. '12%', or '' when the achieved rate or the peak is unknown."""
+    return "" if r["utilisation"] is None else "{:.0f}%".format(100 * r["utilisation"])
+
+
 EQUIVALENCE_NOTE = ("Same as PyTorch: from one shared weight file, does the notebook compute PyTorch's logits and "
                     "training step? (`runner/equivalence.py`, on the CPU with smoke-sized data).")
 
@@ -151,7 +199,7 @@ def markdown(records, title="Results", checks=None):
     profiles = sorted({r["profile"] for r in rows})
     hardware = sorted({r["hardware"] for r in rows if r["hardware"]})
     lines.append("Profile: {}. Hardware: {}.".format(", ".join(profiles) or "-", "; ".join(hardware) or "-"))
-    lines += ["", TIMING_NOTE, "", ACCURACY_NOTE]
+    lines += ["", TIMING_NOTE, "", ACCURACY_NOTE, "", FLOPS_NOTE]
     if checks:
         lines += ["", EQUIVALENCE_NOTE]
     for task, heading in catalog.TASK_TITLES.items():
@@ -160,25 +208,27 @@ def markdown(records, title="Results", checks=None):
             continue
         lines += ["", "### " + heading, ""]
         if task == "inference":
-            lines += ["| Framework | Version | Device | Weights | s / 1000 images (median) | min - max | images/s | Status |",
-                      "|---|---|---|---|---:|---:|---:|---|"]
+            lines += ["| Framework | Version | Device | Weights | s / 1000 images (median) | min - max | images/s "
+                      "| GFLOP/s | Util. | Status |", "|---|---|---|---|---:|---:|---:|---:|---:|---|"]
             for r in task_rows:
                 spread = "" if r["s_per_1000_images_min"] is None else "{} - {}".format(
                     number(r["s_per_1000_images_min"], 2), number(r["s_per_1000_images_max"], 2))
-                lines.append("| {} | {} | {} | {} | {} | {} | {} | {} |".format(
+                lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     label(r), r["framework_version"] or "", r["device"] or "", r["weights"] or "",
-                    number(r["s_per_1000_images"], 2), spread, number(r["images_per_s"]), status_text(r)))
+                    number(r["s_per_1000_images"], 2), spread, number(r["images_per_s"]), number(r["gflop_per_s"]),
+                    utilisation_text(r), status_text(r)))
         else:
             extra = " Same as PyTorch |" if checks else ""
             lines += ["| Framework | Version | Device | Data | Training (s) | First epoch (s) | Epoch (s, median) "
-                      "| Compile (s) | Accuracy | Status |" + extra,
-                      "|---|---|---|---|---:|---:|---:|---:|---:|---|" + ("---|" if checks else "")]
+                      "| Compile (s) | GFLOP/s | Util. | Accuracy | Status |" + extra,
+                      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|" + ("---|" if checks else "")]
             for r in task_rows:
-                lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+                lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     label(r), r["framework_version"] or "", r["device"] or "", r["data"] or "",
                     number(r["train_s"]), number(r["first_epoch_s"]), number(r["epoch_s_median"]),
-                    (number(r["compile_s"], 2) or "-") if r["status"] == "ok" else "", accuracy_text(r, task_rows),
-                    status_text(r)) + (" {} |".format(same_as_pytorch(r, checks)) if checks else ""))
+                    (number(r["compile_s"], 2) or "-") if r["status"] == "ok" else "", number(r["gflop_per_s"]),
+                    utilisation_text(r), accuracy_text(r, task_rows), status_text(r))
+                    + (" {} |".format(same_as_pytorch(r, checks)) if checks else ""))
     return "\n".join(lines) + "\n"
 
 

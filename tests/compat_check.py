@@ -11,7 +11,7 @@ import tempfile
 import numpy as np
 from formats import make_cifar10_tarball, make_imdb_npz
 
-from common import datasets, environment, hyperparams, results, timing, weights
+from common import datasets, environment, flops, hyperparams, results, timing, weights
 
 
 def main():
@@ -52,6 +52,9 @@ def main():
     loaded = weights.load_weights(stored_weights, "cnn", cnn)
     assert all(np.array_equal(loaded[name], reference[name]) for name in reference)
     assert loaded[weights.LOGITS].shape == (2, 10)
+
+    assert flops.cnn_forward_flops(cnn) == 124528640 and flops.resnet50_forward_flops(96) > 0
+    assert "cpu_simd" in record["environment"]
 
     path = os.path.join(scratch, "r.json")
     results.write_result(path, record)

@@ -1,5 +1,7 @@
 """The comparison table and plot, from hand-made records (no notebook runs)."""
 
+import pytest
+
 from common import environment, results
 from runner import report
 
@@ -29,7 +31,7 @@ def test_rows_follow_the_catalog_and_show_compile_time_and_failures(tmp_path):
         ("inference", "PyTorch", None),
     ]
     text = report.markdown(ordered)
-    assert "| JAX | 1.0 | cpu | synthetic | 1.0 |" in text and "| 2.50 | 0.900 | ok |" in text
+    assert "| JAX | 1.0 | cpu | synthetic | 1.0 |" in text and "| 2.50 |  |  | 0.900 | ok |" in text
     assert "failed: RuntimeError: CUDA / out of memory" in text  # a '|' in an error cannot break the table
     assert "### RNN" not in text  # no empty sections
     report.plot(ordered, tmp_path / "plot.png")
@@ -89,7 +91,7 @@ def test_the_equivalence_check_fills_a_same_as_pytorch_column(tmp_path):
     assert "| Accuracy | Status | Same as PyTorch |" in text and report.EQUIVALENCE_NOTE in text
     assert text.count("| ok | reference |") == 1 and "| ok | yes (logits within 1.5e-07) |" in text
     assert "| ok | no: reset gate / before |" in text and "| ok | not checked |" in text  # MXNet was not checked
-    assert "| 200.0 | ok |\n" in text  # inference has no such column
+    assert "| 200.0 |  |  | ok |\n" in text  # inference has no such column
     page = (run_dir / "report.html").read_text()
     assert "Same as PyTorch" in page and "no: reset gate / before" in page
     rows = {(r["task"], r["framework"]): r for r in json.loads((run_dir / "results.json").read_text())["rows"]}
@@ -114,3 +116,21 @@ def test_accuracy_flags_chance_level_runs_and_full_runs_off_the_median():
     assert report.accuracy_text(full[3], full) == "0.730 (3.8 points from median)"
     synthetic_full = row_of("JAX", 0.731, "full", "synthetic", test_samples=None)
     assert report.accuracy_flag(synthetic_full, full + [synthetic_full]) is None  # only real data is compared
+
+
+def test_throughput_counts_an_epochs_flops_against_the_device_peak():
+    from common import flops, hyperparams
+
+    params = hyperparams.for_task("cnn", "quick")
+    record = ok_record("PyTorch", "cnn", train_s=100.0, accuracy=0.5)
+    record.update(params=params, timings={"epoch_s": {"median": 100.0}})
+    record["environment"].update(threads=2, cpu_mhz=2000.0, cpu_simd="avx2")
+    gflops, peak = report.throughput(record)
+    samples = 10000 // 64 * 64  # whole batches
+    assert gflops == pytest.approx(flops.cnn_training_flops(params) * samples / 100.0 / 1e9) and 35 < gflops < 40
+    assert peak == 2 * 2.0 * 32  # cores x GHz x FLOPs per cycle
+    assert report.utilisation_text(report.row(record)) == "{:.0f}%".format(100 * gflops / peak)
+    record["environment"].update(device="cuda:0", gpus=["NVIDIA H100 80GB HBM3"])
+    assert report.throughput(record)[1] == 67000.0
+    record["environment"].update(gpus=["Some Future GPU"])
+    assert report.throughput(record)[1] is None and report.utilisation_text(report.row(record)) == ""

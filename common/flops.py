@@ -1,0 +1,131 @@
+"""Analytic FLOP counts of the three workloads, and peak throughputs to compare achieved FLOP/s with.
+
+A multiply-add counts as 2 FLOPs. Counted: convolutions, dense layers and the GRU's matrix products;
+left out: activations, pooling, batch normalisation, softmax, the GRU's gate arithmetic and embedding
+lookups (together a few percent at most). A training step counts 3 forward passes (forward, gradients
+of the activations, gradients of the weights), less the activation gradient of the first layer, which
+nothing needs.
+"""
+
+import re
+
+# Dense (no sparsity) peak TFLOP/s per GPU as the vendor specifies them: fp32 on CUDA cores, tf32 and
+# fp16/bf16 on tensor cores (None where the GPU has no such unit). Matched against the device name,
+# first match wins, so the more specific names come first.
+GPU_PEAK_TFLOPS = (
+    ("H200", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4}),
+    ("H100 PCIe", {"fp32": 51.2, "tf32": 378.0, "fp16": 756.0}),
+    ("H100", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4}),  # SXM
+    ("A100", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0}),
+    ("V100-PCIE", {"fp32": 14.0, "tf32": None, "fp16": 112.0}),
+    ("V100", {"fp32": 15.7, "tf32": None, "fp16": 125.0}),  # SXM2
+    ("T4", {"fp32": 8.1, "tf32": None, "fp16": 65.0}),
+    ("P100-SXM2", {"fp32": 10.6, "tf32": None, "fp16": 21.2}),
+    ("P100", {"fp32": 9.3, "tf32": None, "fp16": 18.7}),  # PCIe
+    ("K80", {"fp32": 4.37, "tf32": None, "fp16": None}),  # one of the board's two GK210 devices, boost clock
+)
+# fp32 FLOPs per cycle and core: two fused multiply-add units of 512, 256 or 128 bits. AMD's Zen 4
+# (family 25) runs AVX-512 on 256-bit units ("avx512-on-256").
+CPU_FLOPS_PER_CYCLE = {"avx512": 64, "avx512-on-256": 32, "avx2": 32, "sse": 16}
+
+_CNN_CONVS = ((3, 50, 32), (50, 50, 32), (50, 100, 16), (100, 100, 16))  # (in, out, spatial size), 3x3 kernels
+
+
+def cnn_forward_flops(params):
+    """FLOPs of one CIFAR-10 image through the VGG-style CNN (convolutions and dense layers)."""
+    convs = sum(2 * 9 * cin * cout * size * size for cin, cout, size in _CNN_CONVS)
+    dense = 2 * (100 * 8 * 8 * 512 + 512 * params["num_classes"])
+    return convs + dense
+
+
+def cnn_training_flops(params):
+    """FLOPs of one image's training step: three forward passes less the first convolution's input gradient."""
+    first = 2 * 9 * 3 * 50 * 32 * 32
+    return 3 * cnn_forward_flops(params) - first
+
+
+def rnn_forward_flops(params):
+    """FLOPs of one review through the GRU (three gates' input and recurrent products per token) and dense layer."""
+    embedding, units = params["embedding_dim"], params["hidden_units"]
+    per_token = 2 * 3 * (embedding * units + units * units)
+    return params["maxlen"] * per_token + 2 * units * params["num_classes"]
+
+
+def rnn_training_flops(params):
+    """FLOPs of one review's training step: three forward passes (the embedding's gradient needs the input one)."""
+    return 3 * rnn_forward_flops(params)
+
+
+def resnet50_forward_flops(image_size=224):
+    """FLOPs of one image through ResNet-50 up to the global average pool (v1.5 strides; v1 differs by under 1%)."""
+    def out(size, stride):
+        return -(-size // stride)  # 'same' padding: ceil(size / stride)
+
+    size = out(image_size, 2)
+    total = 2 * 7 * 7 * 3 * 64 * size * size
+    size = out(size, 2)  # max pool
+    channels = 64
+    for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for block in range(blocks):
+            step = stride if block == 0 else 1
+            reduced = out(size, step)
+            total += 2 * channels * width * size * size  # 1x1 reduce
+            total += 2 * 9 * width * width * reduced * reduced  # 3x3, strided
+            total += 2 * width * 4 * width * reduced * reduced  # 1x1 expand
+            if block == 0:
+                total += 2 * channels * 4 * width * reduced * reduced  # projection shortcut
+            channels, size = 4 * width, reduced
+    return total
+
+
+def training_flops(task, params):
+    """FLOPs of one sample's training step for "cnn" or "rnn"."""
+    return {"cnn": cnn_training_flops, "rnn": rnn_training_flops}[task](params)
+
+
+def gpu_peak_tflops(name):
+    """The peak table's entry for a GPU name (e.g. 'NVIDIA H100 80GB HBM3'), or None if it is not listed."""
+    for key, peaks in GPU_PEAK_TFLOPS:
+        if key.lower() in str(name).lower():
+            return dict(peaks, gpu=key)
+    return None
+
+
+def cpu_simd():
+    """The widest fp32 vector unit this CPU reports in /proc/cpuinfo (a CPU_FLOPS_PER_CYCLE key), or None off Linux."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        return None
+    flags = set(re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split()) if "flags" in text else set()
+    family = re.search(r"^cpu family\s*:\s*(\d+)", text, re.M)
+    if "avx512f" in flags:
+        amd_zen4 = "AuthenticAMD" in text and family is not None and int(family.group(1)) == 25
+        return "avx512-on-256" if amd_zen4 else "avx512"
+    if "avx2" in flags and "fma" in flags:
+        return "avx2"
+    return "sse"
+
+
+def cpu_mhz():
+    """The CPU's highest clock in MHz (cpufreq's maximum, else /proc/cpuinfo's figure), or None if unknown."""
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
+            return int(f.read().strip()) / 1000.0
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            found = re.search(r"^cpu MHz\s*:\s*([0-9.]+)", f.read(), re.M)
+        return float(found.group(1)) if found else None
+    except OSError:
+        return None
+
+
+def cpu_peak_gflops(cores, mhz, simd):
+    """An estimate of a CPU's fp32 peak: cores x clock x FLOPs per cycle of its vector unit; None if unknown."""
+    if not (cores and mhz and simd in CPU_FLOPS_PER_CYCLE):
+        return None
+    return cores * mhz / 1000.0 * CPU_FLOPS_PER_CYCLE[simd]
+

@@ -1,0 +1,35 @@
+"""Analytic FLOP counts against hand counts, and the peak tables."""
+
+import pytest
+
+from common import flops, hyperparams
+
+CNN = hyperparams.for_task("cnn", "full")
+RNN = hyperparams.for_task("rnn", "full")
+
+
+def test_cnn_counts_match_a_hand_count():
+    # multiply-adds per image: conv 3x3 (3->50) at 32x32, (50->50) at 32x32, (50->100) at 16x16, (100->100)
+    # at 16x16, dense 6400->512, 512->10; each multiply-add is 2 FLOPs
+    macs = 9 * 3 * 50 * 1024 + 9 * 50 * 50 * 1024 + 9 * 50 * 100 * 256 + 9 * 100 * 100 * 256 + 6400 * 512 + 512 * 10
+    assert flops.cnn_forward_flops(CNN) == 2 * macs == 124528640
+    assert flops.cnn_training_flops(CNN) == 3 * 2 * macs - 2 * 9 * 3 * 50 * 1024
+
+
+def test_rnn_and_resnet_counts():
+    assert flops.rnn_forward_flops(RNN) == 150 * 2 * 3 * (125 * 100 + 100 * 100) + 2 * 100 * 2
+    assert flops.training_flops("rnn", RNN) == 3 * flops.rnn_forward_flops(RNN)
+    # ResNet-50 to the pool: 4.09 billion multiply-adds at 224x224, the figure usually quoted
+    assert flops.resnet50_forward_flops(224) / 2 == pytest.approx(4.087e9, rel=1e-3)
+    assert flops.resnet50_forward_flops(96) < flops.resnet50_forward_flops(224) / 5
+
+
+def test_peaks():
+    assert flops.gpu_peak_tflops("NVIDIA H100 PCIe")["fp32"] == 51.2
+    assert flops.gpu_peak_tflops("NVIDIA H100 80GB HBM3")["gpu"] == "H100"
+    assert flops.gpu_peak_tflops("NVIDIA H200")["tf32"] == 494.7
+    assert flops.gpu_peak_tflops("Tesla V100-SXM2-16GB")["fp32"] == 15.7
+    assert flops.gpu_peak_tflops("Tesla K80")["fp16"] is None and flops.gpu_peak_tflops("GeForce GTX 1080") is None
+    assert flops.cpu_peak_gflops(2, 2500.0, "avx512-on-256") == 160.0
+    assert flops.cpu_peak_gflops(4, 3000.0, "avx512") == 768.0
+    assert flops.cpu_peak_gflops(2, None, "avx2") is None and flops.cpu_simd() in flops.CPU_FLOPS_PER_CYCLE
