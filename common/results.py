@@ -11,6 +11,8 @@ Schema (version 1); every key is present in every record, None where it does not
     error           None, or the first line of what went wrong
     data            {"source": "real" | "synthetic", "description": ...} (inference: fake images)
     weights         inference: "imagenet" or "random"; None for the trained tasks
+    model           inference: the ResNet-50 variant and its source, e.g. "ResNet-50 v1.5, torchvision";
+                    None for the trained tasks (added within version 1: older records lack it)
     device          what the framework computed on, e.g. "cpu", "cuda:0"
     environment     common.environment.facts(...)
     params          the hyperparameters used (common.hyperparams.for_task)
@@ -33,6 +35,7 @@ FIELDS = (
     "schema_version", "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device",
     "environment", "params", "timings", "metrics", "notebook", "started_at", "duration_s",
 )
+OPTIONAL_FIELDS = ("model",)  # present in new records, accepted missing in older ones
 # The figure each task is ranked by, with its label and unit; lower is better for all three.
 HEADLINE = {
     "cnn": ("train_s", "training time (s)"),
@@ -48,7 +51,7 @@ REQUIRED_METRICS = {
 
 def new_record(framework, task, profile, variant=None, params=None):
     """Start a record for a notebook run: identity, parameters and start time; the rest is filled in as it runs."""
-    record = dict.fromkeys(FIELDS)
+    record = dict.fromkeys(FIELDS + OPTIONAL_FIELDS)
     record.update(
         schema_version=SCHEMA_VERSION,
         framework=framework,

@@ -54,8 +54,8 @@ def _task_table(task, rows, links, checks=None):
     key, _ = results.HEADLINE[task]
     largest = max([r[key] for r in rows if r[key] is not None] or [0])
     if task == "inference":
-        head = ["Framework", "Version", "Device", "Weights", "s / 1000 images", "", "min - max", "images/s", "GFLOP/s",
-                "Util.", "Status"]
+        head = ["Framework", "Version", "Device", "Model", "Weights", "s / 1000 images", "", "min - max", "images/s",
+                "GFLOP/s", "Util.", "Status"]
     else:
         head = ["Framework", "Version", "Device", "Data", "Training (s)", "", "First epoch (s)", "Epoch (s, median)",
                 "Compile (s)", "GFLOP/s", "Util.", "Accuracy", "Status"] + (["Same as PyTorch"] if checks else [])
@@ -69,7 +69,7 @@ def _task_table(task, rows, links, checks=None):
         if task == "inference":
             spread = "" if r["s_per_1000_images_min"] is None else "{} - {}".format(
                 report.number(r["s_per_1000_images_min"], 2), report.number(r["s_per_1000_images_max"], 2))
-            cells += [_e(r["weights"]), report.number(r[key], 2), _bar(r[key], largest), spread,
+            cells += [_e(r["model"]), _e(r["weights"]), report.number(r[key], 2), _bar(r[key], largest), spread,
                       report.number(r["images_per_s"]), report.number(r["gflop_per_s"]), report.utilisation_text(r),
                       status]
         else:
@@ -80,7 +80,7 @@ def _task_table(task, rows, links, checks=None):
                       status]
             if checks:
                 cells.append(_e(report.same_as_pytorch(r, checks)))
-        numeric = {4, 6, 7, 8, 9, 10, 11} if task != "inference" else {4, 6, 7, 8, 9}
+        numeric = {4, 6, 7, 8, 9, 10, 11} if task != "inference" else {5, 7, 8, 9, 10}
         lines.append("<tr>" + "".join('<td class="num">{}</td>'.format(c) if i in numeric else "<td>{}</td>".format(c)
                                       for i, c in enumerate(cells)) + "</tr>")
     lines.append("</table>")

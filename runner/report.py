@@ -9,7 +9,7 @@ from runner import catalog
 from runner.execution import RECORD_SUFFIX
 
 CSV_COLUMNS = (
-    "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device", "hardware",
+    "framework", "variant", "task", "profile", "status", "error", "data", "weights", "model", "device", "hardware",
     "framework_version", "threads", "compile_s", "train_s", "first_epoch_s", "epoch_s_median", "accuracy",
     "s_per_1000_images", "s_per_1000_images_min", "s_per_1000_images_max", "images_per_s", "warmup_s",
     "duration_s", "notebook", "gflop_per_s", "peak_gflop_per_s", "utilisation", "num_classes", "test_samples",
@@ -82,6 +82,7 @@ def row(record):
         "error": record.get("error"),
         "data": (record.get("data") or {}).get("source"),
         "weights": record.get("weights"),
+        "model": record.get("model"),
         "device": record.get("device"),
         "hardware": environment.hardware_label(env) if env else None,
         "framework_version": env.get("framework_version"),
@@ -208,13 +209,13 @@ def markdown(records, title="Results", checks=None):
             continue
         lines += ["", "### " + heading, ""]
         if task == "inference":
-            lines += ["| Framework | Version | Device | Weights | s / 1000 images (median) | min - max | images/s "
-                      "| GFLOP/s | Util. | Status |", "|---|---|---|---|---:|---:|---:|---:|---:|---|"]
+            lines += ["| Framework | Version | Device | Model | Weights | s / 1000 images (median) | min - max | images/s "
+                      "| GFLOP/s | Util. | Status |", "|---|---|---|---|---|---:|---:|---:|---:|---:|---|"]
             for r in task_rows:
                 spread = "" if r["s_per_1000_images_min"] is None else "{} - {}".format(
                     number(r["s_per_1000_images_min"], 2), number(r["s_per_1000_images_max"], 2))
-                lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-                    label(r), r["framework_version"] or "", r["device"] or "", r["weights"] or "",
+                lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+                    label(r), r["framework_version"] or "", r["device"] or "", r["model"] or "", r["weights"] or "",
                     number(r["s_per_1000_images"], 2), spread, number(r["images_per_s"]), number(r["gflop_per_s"]),
                     utilisation_text(r), status_text(r)))
         else:

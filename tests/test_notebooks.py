@@ -27,6 +27,7 @@ def test_notebook_runs_on_its_kernel(job, tmp_path):
     assert record["device"] and record["data"]["source"] == "synthetic"
     if job.task == "inference":
         assert record["weights"] in ("imagenet", "random")
+        assert record["model"].startswith(("ResNet-50 v1,", "ResNet-50 v1.5,")), record["model"]
         assert record["metrics"]["images_per_s"] > 0
         assert len(record["timings"]["passes_s"]) == record["params"]["repeats"]
     else:

@@ -22,8 +22,15 @@ def test_write_and_read_round_trip(tmp_path):
     assert stored["status"] == "ok" and stored["schema_version"] == results.SCHEMA_VERSION
     assert stored["duration_s"] >= 0 and stored["started_at"].endswith("Z")
     assert stored["metrics"]["accuracy"] == 0.5
-    assert set(stored) == set(results.FIELDS)
+    assert set(stored) == set(results.FIELDS + results.OPTIONAL_FIELDS)
     assert [p.name for p in path.parent.iterdir()] == ["r.json"]
+
+
+def test_a_record_from_before_the_optional_fields_is_still_read(tmp_path):
+    path = tmp_path / "old.json"
+    record = results.write_result("", finished_cnn_record())
+    path.write_text(json.dumps({k: v for k, v in record.items() if k not in results.OPTIONAL_FIELDS}, default=float))
+    assert results.read_result(str(path))["status"] == "ok"
 
 
 def test_empty_path_writes_nothing_but_checks():
