@@ -56,8 +56,14 @@ def rnn_training_flops(params):
     return 3 * rnn_forward_flops(params)
 
 
-def resnet50_forward_flops(image_size=224):
-    """FLOPs of one image through ResNet-50 up to the global average pool (v1.5 strides; v1 differs by under 1%)."""
+def resnet50_forward_flops(image_size=224, version="1.5"):
+    """FLOPs of one image through ResNet-50 up to the global average pool.
+
+    version "1.5" (torchvision) strides a downsampling block's 3x3 convolution; "1" (the original, Keras,
+    Gluon's resnet50_v1, Caffe) strides its first 1x1, so that the 3x3 runs at the lower resolution: 5% fewer.
+    """
+    if version not in ("1", "1.5"):
+        raise ValueError("ResNet-50 version {!r}: known versions are '1' and '1.5'".format(version))
     def out(size, stride):
         return -(-size // stride)  # 'same' padding: ceil(size / stride)
 
@@ -69,8 +75,9 @@ def resnet50_forward_flops(image_size=224):
         for block in range(blocks):
             step = stride if block == 0 else 1
             reduced = out(size, step)
-            total += 2 * channels * width * size * size  # 1x1 reduce
-            total += 2 * 9 * width * width * reduced * reduced  # 3x3, strided
+            reduce_size = reduced if version == "1" else size
+            total += 2 * channels * width * reduce_size * reduce_size  # 1x1 reduce (strided in v1)
+            total += 2 * 9 * width * width * reduced * reduced  # 3x3 (strided in v1.5)
             total += 2 * width * 4 * width * reduced * reduced  # 1x1 expand
             if block == 0:
                 total += 2 * channels * 4 * width * reduced * reduced  # projection shortcut

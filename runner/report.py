@@ -50,7 +50,8 @@ def throughput(record):
     achieved = None
     try:
         if record["task"] == "inference" and metrics.get("s_per_1000_images"):
-            achieved = flops.resnet50_forward_flops(params["image_size"]) * 1000 / metrics["s_per_1000_images"]
+            version = "1" if str(record.get("model") or "").startswith("ResNet-50 v1,") else "1.5"
+            achieved = flops.resnet50_forward_flops(params["image_size"], version) * 1000 / metrics["s_per_1000_images"]
         elif record["task"] in FULL_TRAIN_SAMPLES and (timings.get("epoch_s") or {}).get("median"):
             samples = params.get("train_samples") or FULL_TRAIN_SAMPLES[record["task"]]
             samples = samples // params["batch_size"] * params["batch_size"]
@@ -160,10 +161,11 @@ def accuracy_text(r, task_rows):
 
 
 FLOPS_NOTE = ("GFLOP/s: analytic FLOPs (common/flops.py: convolutions, dense layers and GRU products; a training "
-              "step counted as three forward passes) over the median epoch, or per image for inference. Util.: "
-              "that over the device's fp32 peak: the vendor's figure for a listed GPU (runs that use TF32 or fp16 "
-              "tensor cores can pass 100%), or for a CPU an estimate, cores x clock x FLOPs per cycle of its "
-              "vector unit.")
+              "step counted as three forward passes; ResNet-50 v1 or v1.5 as the row's model) over the median "
+              "epoch, or per image for inference. Util.: that over the device's fp32 peak: the vendor's figure for "
+              "a listed GPU (runs that use TF32 or fp16 tensor cores can pass 100%), or for a CPU an estimate, "
+              "cores x clock x FLOPs per cycle of its vector unit, with the clock the system reports (a CPU that "
+              "boosts above it can pass 100%).")
 
 
 def utilisation_text(r):

@@ -22,6 +22,10 @@ def test_rnn_and_resnet_counts():
     # ResNet-50 to the pool: 4.09 billion multiply-adds at 224x224, the figure usually quoted
     assert flops.resnet50_forward_flops(224) / 2 == pytest.approx(4.087e9, rel=1e-3)
     assert flops.resnet50_forward_flops(96) < flops.resnet50_forward_flops(224) / 5
+    # v1 strides the first 1x1 of a downsampling block instead of its 3x3: 3.86 billion multiply-adds
+    assert flops.resnet50_forward_flops(224, "1") / 2 == pytest.approx(3.86e9, rel=2e-3)
+    with pytest.raises(ValueError, match="known versions"):
+        flops.resnet50_forward_flops(224, "2")
 
 
 def test_peaks():
