@@ -5,6 +5,8 @@ Every framework's notebook can start from the same numbers (`init_weights`) and 
 The equivalence tests use this to check that every translation computes the same function.
 
 Canonical layouts (float32):
+- inference, ResNet-50 v1.5 up to the global average pool: torchvision's state-dict names and layouts
+  ("layer1.0.conv2.weight" OIHW; batch norms as weight, bias, running_mean, running_var), no fc
 - convolution kernels OIHW: (out_channels, in_channels, height, width); biases (out,)
 - dense kernels (in, out), applied as x @ kernel + bias; the CNN's first dense layer takes the
   (channels, height, width) feature map flattened in that order (C-order)
@@ -23,12 +25,12 @@ import tempfile
 import numpy as np
 
 FORMAT_VERSION = 1
-TASKS = ("cnn", "rnn")
+TASKS = ("cnn", "rnn", "inference")
 LOGITS = "logits"  # optional entry of an exported file: the model's logits on a probe batch
 
 
 def shapes(task, params):
-    """Return {name: shape} of the canonical weights of `task` ("cnn" or "rnn") for its hyperparameters."""
+    """Return {name: shape} of the canonical weights of `task` ("cnn", "rnn" or "inference") for its hyperparameters."""
     if task == "cnn":
         classes = params["num_classes"]
         return {
@@ -47,13 +49,51 @@ def shapes(task, params):
             "gru/bias_input": (3 * units,), "gru/bias_recurrent": (3 * units,),
             "fc/kernel": (units, params["num_classes"]), "fc/bias": (params["num_classes"],),
         }
+    if task == "inference":
+        return resnet50_shapes()
     raise ValueError("no canonical weights for task {!r}; tasks with them: {}".format(task, ", ".join(TASKS)))
 
 
+def resnet50_shapes():
+    """{name: shape} of ResNet-50 v1.5's convolutions and batch norms under torchvision's names."""
+    out = {}
+
+    def conv_bn(prefix, conv, bn, out_channels, in_channels, size):
+        out[prefix + conv + ".weight"] = (out_channels, in_channels, size, size)
+        for stat in ("weight", "bias", "running_mean", "running_var"):
+            out[prefix + bn + "." + stat] = (out_channels,)
+
+    conv_bn("", "conv1", "bn1", 64, 3, 7)
+    channels = 64
+    for stage, (width, blocks) in enumerate(((64, 3), (128, 4), (256, 6), (512, 3)), 1):
+        for block in range(blocks):
+            prefix = "layer{}.{}.".format(stage, block)
+            conv_bn(prefix, "conv1", "bn1", width, channels, 1)
+            conv_bn(prefix, "conv2", "bn2", width, width, 3)
+            conv_bn(prefix, "conv3", "bn3", 4 * width, width, 1)
+            if block == 0:
+                conv_bn(prefix, "downsample.0", "downsample.1", 4 * width, channels, 1)
+            channels = 4 * width
+    return out
+
+
 def reference_weights(task, params, seed=0):
-    """Deterministic weights for `task` from `seed`: uniform(+-1/sqrt(fan_in)) like PyTorch's layers, embedding N(0, 1)."""
+    """Deterministic weights for `task` from `seed`: uniform(+-1/sqrt(fan_in)) like PyTorch's layers, embedding N(0, 1).
+
+    ResNet-50 (task "inference"): He-normal convolutions, batch-norm scales and variances in 0.8-1.2,
+    shifts and means in +-0.1.
+    """
     rng = np.random.RandomState(seed)
     out = {}
+    if task == "inference":  # He-normal convolutions; batch norms away from identity, so that a mix-up shows
+        for name, shape in sorted(shapes(task, params).items()):
+            if len(shape) == 4:
+                out[name] = rng.normal(0.0, np.sqrt(2.0 / np.prod(shape[1:])), size=shape)
+            elif name.endswith(("running_var", ".weight")):
+                out[name] = rng.uniform(0.8, 1.2, size=shape)
+            else:  # bias, running_mean
+                out[name] = rng.uniform(-0.1, 0.1, size=shape)
+        return {name: value.astype(np.float32) for name, value in out.items()}
     for name, shape in sorted(shapes(task, params).items()):
         if name == "embedding":
             out[name] = rng.normal(0.0, 1.0, size=shape)

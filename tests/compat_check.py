@@ -52,6 +52,7 @@ def main():
     loaded = weights.load_weights(stored_weights, "cnn", cnn)
     assert all(np.array_equal(loaded[name], reference[name]) for name in reference)
     assert loaded[weights.LOGITS].shape == (2, 10)
+    assert len(weights.shapes("inference", {})) == 265
 
     assert flops.cnn_forward_flops(cnn) == 124528640 and flops.resnet50_forward_flops(96) > 0
     assert "cpu_simd" in record["environment"]

@@ -15,8 +15,8 @@ def test_shapes_count_the_parameters_of_each_model():
     assert cnn == 1400 + 22550 + 45100 + 90100 + 3277312 + 5130
     rnn = sum(int(np.prod(s)) for s in weights.shapes("rnn", RNN).values())
     assert rnn == 30000 * 125 + 3 * (125 * 100 + 100 * 100 + 2 * 100) + 100 * 2 + 2
-    with pytest.raises(ValueError, match="no canonical weights for task 'inference'"):
-        weights.shapes("inference", CNN)
+    with pytest.raises(ValueError, match="no canonical weights for task .detection."):
+        weights.shapes("detection", CNN)
 
 
 def test_reference_weights_are_deterministic_and_scaled_by_fan_in():
@@ -52,3 +52,24 @@ def test_wrong_names_shapes_or_task_are_refused(tmp_path):
     path = weights.save_weights(str(tmp_path / "w.npz"), "cnn", params, reference)
     with pytest.raises(ValueError, match="holds weights for task cnn, not rnn"):
         weights.load_weights(path, "rnn", hyperparams.for_task("rnn", "smoke"))
+
+
+def test_resnet50_layout_is_torchvisions():
+    import json
+    import subprocess
+
+    from runner import catalog, environments
+
+    env = catalog.ENVIRONMENTS["pytorch"]
+    if not environments.is_ready(env):
+        pytest.fail("environment pytorch is not built: run `python3 run_all.py setup pytorch`")
+    code = ("import json, torchvision; model = torchvision.models.resnet50(weights=None); "
+            "print(json.dumps({k: list(v.shape) for k, v in model.state_dict().items() "
+            "if not k.startswith('fc.') and not k.endswith('num_batches_tracked')}))")
+    out = subprocess.run([str(env.python_path), "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    expected = {name: list(shape) for name, shape in weights.shapes("inference", {}).items()}
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == expected
+    reference = weights.reference_weights("inference", {}, seed=0)
+    assert sum(a.size for a in reference.values()) == 23508032 + 53120  # parameters without fc, plus BN statistics
+    assert 0.8 <= reference["layer4.2.bn3.running_var"].min() and reference["layer4.2.bn3.running_var"].max() <= 1.2
