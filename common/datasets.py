@@ -310,10 +310,13 @@ def load_imdb(source="auto", vocab_size=30000, maxlen=150, train_samples=None, t
 # ---------------------------------------------------------------- inference input
 
 def fake_images(count, image_size=224, channels_last=False, seed=0):
-    """Return `count` random float32 images, normalised like ImageNet input, for timing feature extraction."""
+    """Return `count` random float32 images, normalised like ImageNet input, for timing feature extraction.
+
+    The same pixels in either layout: drawn channels first, then transposed for channels_last.
+    """
     rng = np.random.RandomState(seed)
-    shape = (count, image_size, image_size, 3) if channels_last else (count, 3, image_size, image_size)
-    return rng.standard_normal(shape).astype(np.float32)
+    images = rng.standard_normal((count, 3, image_size, image_size)).astype(np.float32)
+    return np.ascontiguousarray(images.transpose(0, 2, 3, 1)) if channels_last else images
 
 
 # ---------------------------------------------------------------- batching

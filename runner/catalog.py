@@ -14,11 +14,11 @@ TASK_NOTEBOOK = {"cnn": "CNN", "inference": "Inference", "rnn": "RNN"}
 # The sections of each task's notebooks, in order, by cell tag; every notebook of a task has all of them.
 TASK_SECTIONS = {
     "cnn": ("parameters", "imports", "setup", "data", "model", "weights", "training", "evaluation", "results"),
-    "inference": ("parameters", "imports", "setup", "data", "model", "inference", "results"),
+    "inference": ("parameters", "imports", "setup", "data", "model", "weights", "inference", "results"),
     "rnn": ("parameters", "imports", "setup", "data", "model", "weights", "training", "evaluation", "results"),
 }
 # Parameters every notebook of a task has after the common ones (common/weights.py's exchange).
-TASK_PARAMETERS = {"cnn": ("init_weights", "export_weights"), "inference": (), "rnn": ("init_weights", "export_weights")}
+TASK_PARAMETERS = {task: ("init_weights", "export_weights") for task in ("cnn", "inference", "rnn")}
 TASK_TITLES = {
     "cnn": "CNN: VGG-style net trained on CIFAR-10",
     "inference": "Inference: ResNet-50 features (2048-d)",

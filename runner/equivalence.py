@@ -1,4 +1,4 @@
-"""Same weights, same function: run each framework's CNN and RNN notebook from one canonical weight file
+"""Same weights, same function: run each framework's notebook from one canonical weight file
 (common/weights.py) and compare what it computes with PyTorch's notebook, in float32.
 
 - CNN: one SGD-momentum step on the same 64 images with dropout off. Compared: every weight array after
@@ -6,6 +6,8 @@
   otherwise hide), and the logits of the first test batch.
 - RNN: the logits at the shared weights (a run with learning rate 0), then one Adam step: weights after
   it, and the logits.
+- Inference: ResNet-50's features of the first batch at the shared (v1.5) weights, and the weights
+  coming back unchanged; the notebooks whose zoo model is v1 are reported as a different model.
 
 Where a framework's step differs in one array for a known reason, STEP_DIFFERENCES names it and the rest
 must agree. Where a framework cannot compute the reference function, NOT_EQUIVALENT says why; what
@@ -20,7 +22,7 @@ import numpy as np
 from common import hyperparams, weights
 from runner import catalog, execution
 
-TASKS = ("cnn", "rnn")
+TASKS = ("cnn", "inference", "rnn")
 REFERENCE = "pytorch"
 EQUIVALENCE_DIR = "equivalence"  # in a run folder: the check's notebooks, weight files and RESULT_FILE
 RESULT_FILE = "equivalence.json"
@@ -30,7 +32,10 @@ CASES = {
     # beta2 0: Adam's first step is then the same whether epsilon is added before the bias correction
     # (Keras, MXNet, Chainer, CNTK) or after it (PyTorch, the TensorFlow notebook, Optax)
     "rnn": {"train_samples": 64, "test_samples": 64, "epochs": 1, "beta2": 0.0},
+    "inference": {"repeats": 1},  # the smoke profile's two 96x96 images per batch; features, not time
 }
+# ResNet-50's features, relative to the largest of them: 53 convolutions summed in different orders.
+FEATURES_TOLERANCE = 1e-4
 WEIGHTS_TOLERANCE = {"cnn": {"rtol": 1e-4, "atol": 1e-5},
                      # an Adam step is +-lr except where a gradient is near eps; there float32 noise in the
                      # gradient moves it by a few percent of lr (1e-3)
@@ -44,6 +49,10 @@ NOT_EQUIVALENT = {
     ("rnn", "jax"): "Flax's GRUCell has no recurrent bias: the new gate's one (inside the reset product) is lost "
                     "and the reset and update gates get one bias where the reference has two",
     ("rnn", "cntk"): "CNTK's GRU applies the reset gate before the recurrent product and has no recurrent biases",
+    ("inference", "tensorflow"): "keras.applications' ResNet-50 is v1 (stride on the first 1x1) with convolution biases",
+    ("inference", "keras"): "keras.applications' ResNet-50 is v1 (stride on the first 1x1) with convolution biases",
+    ("inference", "mxnet"): "the Gluon model zoo's resnet50_v1 is v1 (stride on the first 1x1 convolution)",
+    ("inference", "chainer"): "Chainer's ResNet50Layers is the Caffe v1 (stride on the first 1x1 convolution)",
 }
 # Arrays that one step changes differently although the function is the same, and why.
 STEP_DIFFERENCES = {
@@ -82,8 +91,11 @@ def reference(task, folder):
     params = params_for(task, CASES[task])
     init = weights.save_weights(str(folder / "init.npz"), task, params, weights.reference_weights(task, params, seed=0))
     pytorch = catalog.select([REFERENCE], [task])[0]
-    entry = {"task": task, "folder": folder, "init": init, "start": weights.load_weights(init, task, params),
-             "step": run_exchange(task, pytorch, folder, init, CASES[task], "step")}
+    entry = {"task": task, "folder": folder, "init": init, "start": weights.load_weights(init, task, params)}
+    if task == "inference":
+        entry["forward"] = run_exchange(task, pytorch, folder, init, CASES[task], "forward")
+        return entry
+    entry["step"] = run_exchange(task, pytorch, folder, init, CASES[task], "step")
     if task == "rnn":
         entry["forward"] = run_exchange(task, pytorch, folder, init, dict(CASES[task], lr=0.0), "forward")
     return entry
@@ -102,6 +114,18 @@ def compare(job, entry):
               "step_differences": differences, "failures": []}
     failures = result["failures"]
     logits_bound = LOGITS_TOLERANCE["atol"]
+    if task == "inference":
+        if reason:  # a different architecture: nothing to run
+            return result
+        forward = run_exchange(task, job, entry["folder"], entry["init"], CASES[task], "forward")
+        expected = entry["forward"][weights.LOGITS]
+        result["features_max_relative"] = _max_abs(forward[weights.LOGITS], expected) / float(np.abs(expected).max())
+        if result["features_max_relative"] > FEATURES_TOLERANCE:
+            failures.append("features differ by up to {:.1e} of the largest".format(result["features_max_relative"]))
+        changed = [name for name in entry["start"] if not np.array_equal(forward[name], entry["start"][name])]
+        if changed:
+            failures.append("weights did not come back unchanged: {}".format(", ".join(changed[:3])))
+        return result
     if task == "rnn":
         forward = run_exchange(task, job, entry["folder"], entry["init"], dict(CASES[task], lr=0.0), "forward")
         result["forward_logits_max_abs"] = _max_abs(forward[weights.LOGITS], entry["forward"][weights.LOGITS])
@@ -145,6 +169,8 @@ def verdict(result):
         return "check failed: " + "; ".join(result["failures"])
     if not result["equivalent"]:
         return "no: " + result["reason"]
+    if "features_max_relative" in result:
+        return "yes (features within {:.1e} of the largest)".format(result["features_max_relative"])
     logits = "logits within {:.1e}".format(result["logits_max_abs"]) if "logits_max_abs" in result else ""
     if result["step_differences"]:
         name, why = next(iter(result["step_differences"].items()))
@@ -155,7 +181,8 @@ def verdict(result):
 def document(task, results):
     """The JSON document of a task's check: what was compared, with which tolerances, and the results."""
     return {"task": task, "reference": "PyTorch", "overrides": CASES[task],
-            "tolerances": {"weights": WEIGHTS_TOLERANCE[task], "logits": LOGITS_TOLERANCE, "step_relative": STEP_TOLERANCE},
+            "tolerances": {"weights": WEIGHTS_TOLERANCE.get(task), "logits": LOGITS_TOLERANCE, "step_relative": STEP_TOLERANCE,
+                   "features_relative": FEATURES_TOLERANCE},
             "results": results}
 
 

@@ -55,7 +55,7 @@ def _task_table(task, rows, links, checks=None):
     largest = max([r[key] for r in rows if r[key] is not None] or [0])
     if task == "inference":
         head = ["Framework", "Version", "Device", "Model", "Weights", "s / 1000 images", "", "min - max", "images/s",
-                "GFLOP/s", "Util.", "Status"]
+                "GFLOP/s", "Util.", "Status"] + (["Same as PyTorch"] if checks else [])
     else:
         head = ["Framework", "Version", "Device", "Data", "Training (s)", "", "First epoch (s)", "Epoch (s, median)",
                 "Compile (s)", "GFLOP/s", "Util.", "Accuracy", "Status"] + (["Same as PyTorch"] if checks else [])
@@ -72,6 +72,8 @@ def _task_table(task, rows, links, checks=None):
             cells += [_e(r["model"]), _e(r["weights"]), report.number(r[key], 2), _bar(r[key], largest), spread,
                       report.number(r["images_per_s"]), report.number(r["gflop_per_s"]), report.utilisation_text(r),
                       status]
+            if checks:
+                cells.append(_e(report.same_as_pytorch(r, checks)))
         else:
             cells += [_e(r["data"]), report.number(r[key]), _bar(r[key], largest), report.number(r["first_epoch_s"]),
                       report.number(r["epoch_s_median"]),

@@ -174,11 +174,12 @@ def utilisation_text(r):
 
 
 EQUIVALENCE_NOTE = ("Same as PyTorch: from one shared weight file, does the notebook compute PyTorch's logits and "
-                    "training step? (`runner/equivalence.py`, on the CPU with smoke-sized data).")
+                    "training step, or ResNet-50's features? (`runner/equivalence.py`, on the CPU with smoke-sized "
+                    "data).")
 
 
 def same_as_pytorch(r, checks):
-    """The table cell saying whether a CNN/RNN row computes PyTorch's function from shared weights."""
+    """The table cell saying whether a row computes PyTorch's function from shared weights."""
     from runner import equivalence
 
     if r["task"] not in equivalence.TASKS:
@@ -212,14 +213,15 @@ def markdown(records, title="Results", checks=None):
         lines += ["", "### " + heading, ""]
         if task == "inference":
             lines += ["| Framework | Version | Device | Model | Weights | s / 1000 images (median) | min - max | images/s "
-                      "| GFLOP/s | Util. | Status |", "|---|---|---|---|---|---:|---:|---:|---:|---:|---|"]
+                      "| GFLOP/s | Util. | Status |" + (" Same as PyTorch |" if checks else ""),
+                      "|---|---|---|---|---|---:|---:|---:|---:|---:|---|" + ("---|" if checks else "")]
             for r in task_rows:
                 spread = "" if r["s_per_1000_images_min"] is None else "{} - {}".format(
                     number(r["s_per_1000_images_min"], 2), number(r["s_per_1000_images_max"], 2))
                 lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                     label(r), r["framework_version"] or "", r["device"] or "", r["model"] or "", r["weights"] or "",
                     number(r["s_per_1000_images"], 2), spread, number(r["images_per_s"]), number(r["gflop_per_s"]),
-                    utilisation_text(r), status_text(r)))
+                    utilisation_text(r), status_text(r)) + (" {} |".format(same_as_pytorch(r, checks)) if checks else ""))
         else:
             extra = " Same as PyTorch |" if checks else ""
             lines += ["| Framework | Version | Device | Data | Training (s) | First epoch (s) | Epoch (s, median) "

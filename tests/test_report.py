@@ -89,14 +89,14 @@ def test_the_equivalence_check_fills_a_same_as_pytorch_column(tmp_path):
         json.dumps({"rnn": equivalence.document("rnn", checked)}))
     text = report.write_report(run_dir)
     assert "| Accuracy | Status | Same as PyTorch |" in text and report.EQUIVALENCE_NOTE in text
-    assert text.count("| ok | reference |") == 1 and "| ok | yes (logits within 1.5e-07) |" in text
+    assert text.count("| ok | reference |") == 2 and "| ok | yes (logits within 1.5e-07) |" in text  # rnn and inference
     assert "| ok | no: reset gate / before |" in text and "| ok | not checked |" in text  # MXNet was not checked
-    assert "| 200.0 |  |  | ok |\n" in text  # inference has no such column
+    assert "| 200.0 |  |  | ok | reference |\n" in text
     page = (run_dir / "report.html").read_text()
     assert "Same as PyTorch" in page and "no: reset gate / before" in page
     rows = {(r["task"], r["framework"]): r for r in json.loads((run_dir / "results.json").read_text())["rows"]}
     assert rows["rnn", "CNTK"]["same_as_pytorch"] == "no: reset gate / before"
-    assert rows["inference", "PyTorch"]["same_as_pytorch"] is None
+    assert rows["inference", "PyTorch"]["same_as_pytorch"] == "reference"
 
 
 def test_accuracy_flags_chance_level_runs_and_full_runs_off_the_median():
