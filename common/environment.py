@@ -77,8 +77,15 @@ def facts(framework, framework_version, device, gpus=(), cuda=None, cudnn=None, 
     return record
 
 
+def gpu_used(environment):
+    """The name of the GPU an environment-facts dict says the run computed on, or None for a CPU run."""
+    if str(environment.get("device", "")).startswith(("cuda", "gpu")) and environment.get("gpus"):
+        return environment["gpus"][0]
+    return None
+
+
 def hardware_label(environment):
     """One short line naming the hardware of an environment-facts dict: the GPU when one was used, else the CPU."""
-    if str(environment.get("device", "")).startswith(("cuda", "gpu")) and environment.get("gpus"):
+    if gpu_used(environment):
         return "{} x{}".format(environment["gpus"][0], environment.get("gpu_count", 1))
     return "{} ({} cores)".format(environment.get("cpu", "CPU"), environment.get("cpu_count", "?"))

@@ -76,8 +76,8 @@ def build_parser():
     run.add_argument("--no-setup", action="store_true", help="fail instead of building missing environments")
     run.add_argument("--gpu", action="store_true", help="build missing environments with their GPU packages")
     run.add_argument("-q", "--quiet", action="store_true", help="hide the notebooks' own output")
-    run.add_argument("--no-equivalence", action="store_true", help="skip the check that every CNN and RNN notebook "
-                     "computes PyTorch's results from shared weights (a few smoke-sized runs per framework)")
+    run.add_argument("--no-equivalence", action="store_true", help="skip the check that every notebook computes "
+                     "PyTorch's results from shared weights (a few smoke-sized runs per framework)")
 
     setup = sub.add_parser("setup", help="build the environments and kernels (all, or those named)")
     setup.add_argument("envs", nargs="*", help="environment names, default all: " + ", ".join(catalog.ENVIRONMENTS))
@@ -256,7 +256,7 @@ def rosetta(args):
 
 
 def check_equivalence(jobs, run_dir):
-    """Compare the selected CNN and RNN notebooks with PyTorch's from shared weights, into run_dir/equivalence/."""
+    """Compare the selected notebooks with PyTorch's from shared weights, into run_dir/equivalence/."""
     from runner import equivalence
 
     checked = [job for job in jobs if job.task in equivalence.TASKS and job.framework.key != equivalence.REFERENCE]

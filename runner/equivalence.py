@@ -67,6 +67,11 @@ class ExchangeError(RuntimeError):
     """A notebook run for the equivalence check failed; the message is its first error line."""
 
 
+def forward_overrides(task):
+    """The overrides of a run that only computes at the shared weights: inference as it is, RNN at learning rate 0."""
+    return CASES[task] if task == "inference" else dict(CASES[task], lr=0.0)
+
+
 def params_for(task, overrides):
     """The smoke profile's hyperparameters of `task` with the check's overrides."""
     return hyperparams.for_task(task, "smoke", overrides)
@@ -92,12 +97,10 @@ def reference(task, folder):
     init = weights.save_weights(str(folder / "init.npz"), task, params, weights.reference_weights(task, params, seed=0))
     pytorch = catalog.select([REFERENCE], [task])[0]
     entry = {"task": task, "folder": folder, "init": init, "start": weights.load_weights(init, task, params)}
-    if task == "inference":
-        entry["forward"] = run_exchange(task, pytorch, folder, init, CASES[task], "forward")
-        return entry
-    entry["step"] = run_exchange(task, pytorch, folder, init, CASES[task], "step")
-    if task == "rnn":
-        entry["forward"] = run_exchange(task, pytorch, folder, init, dict(CASES[task], lr=0.0), "forward")
+    if task in ("inference", "rnn"):
+        entry["forward"] = run_exchange(task, pytorch, folder, init, forward_overrides(task), "forward")
+    if task != "inference":
+        entry["step"] = run_exchange(task, pytorch, folder, init, CASES[task], "step")
     return entry
 
 
@@ -117,7 +120,7 @@ def compare(job, entry):
     if task == "inference":
         if reason:  # a different architecture: nothing to run
             return result
-        forward = run_exchange(task, job, entry["folder"], entry["init"], CASES[task], "forward")
+        forward = run_exchange(task, job, entry["folder"], entry["init"], forward_overrides(task), "forward")
         expected = entry["forward"][weights.LOGITS]
         result["features_max_relative"] = _max_abs(forward[weights.LOGITS], expected) / float(np.abs(expected).max())
         if result["features_max_relative"] > FEATURES_TOLERANCE:
@@ -127,7 +130,7 @@ def compare(job, entry):
             failures.append("weights did not come back unchanged: {}".format(", ".join(changed[:3])))
         return result
     if task == "rnn":
-        forward = run_exchange(task, job, entry["folder"], entry["init"], dict(CASES[task], lr=0.0), "forward")
+        forward = run_exchange(task, job, entry["folder"], entry["init"], forward_overrides(task), "forward")
         result["forward_logits_max_abs"] = _max_abs(forward[weights.LOGITS], entry["forward"][weights.LOGITS])
         if reason:
             for name in REPRESENTABLE:
@@ -196,7 +199,7 @@ def load(run_dir):
 
 
 def check(jobs, folder, say=print):
-    """Compare every CNN and RNN job with PyTorch's from shared weights; write folder/equivalence.json; return it."""
+    """Compare every job with PyTorch's from shared weights; write folder/equivalence.json; return it."""
     out = {}
     folder.mkdir(parents=True, exist_ok=True)
     for task in TASKS:

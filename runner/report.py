@@ -58,9 +58,9 @@ def throughput(record):
             achieved = flops.training_flops(record["task"], params) * samples / timings["epoch_s"]["median"]
     except KeyError:  # a record without the hyperparameters the count needs
         achieved = None
-    on_gpu = str(env.get("device", "")).startswith(("cuda", "gpu")) and env.get("gpus")
-    if on_gpu:
-        peaks = flops.gpu_peak_tflops(env["gpus"][0])
+    gpu = environment.gpu_used(env)
+    if gpu:
+        peaks = flops.gpu_peak_tflops(gpu)
         peak = peaks["fp32"] * 1000 if peaks else None
     else:
         peak = flops.cpu_peak_gflops(env.get("threads") or env.get("cpu_count"), env.get("cpu_mhz"), env.get("cpu_simd"))

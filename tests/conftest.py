@@ -1,6 +1,8 @@
-"""Shared fixtures: a private data cache per test."""
+"""Shared fixtures and helpers: a private data cache per test; the environment a notebook test needs."""
 
 import pytest
+
+from runner import environments
 
 
 @pytest.fixture
@@ -10,3 +12,12 @@ def data_cache(tmp_path, monkeypatch):
     cache.mkdir()
     monkeypatch.setenv("ROSETTA_DATA_DIR", str(cache))
     return cache
+
+
+def require_environment(env):
+    """Skip the test where `env` needs a Python this machine lacks; fail it where `env` is simply not built."""
+    if environments.is_ready(env):
+        return
+    if environments.find_python(env.python) is None:
+        pytest.skip("environment {} needs Python {}, which this machine lacks".format(env.name, env.python))
+    pytest.fail("environment {} is not built: run `python3 run_all.py setup {}`".format(env.name, env.name))

@@ -6,21 +6,14 @@ import json
 
 import numpy as np
 import pytest
+from conftest import require_environment
 
 from common import weights
-from runner import catalog, environments, equivalence
+from runner import catalog, equivalence
 
 JOBS = [job for task in equivalence.TASKS for job in catalog.select(tasks=[task])
         if job.framework.key != equivalence.REFERENCE]
 OUT = catalog.REPO / "results" / "equivalence"
-
-
-def needs_environment(job):
-    if not environments.is_ready(job.environment):
-        if environments.find_python(job.environment.python) is None:
-            pytest.skip("environment {} needs Python {}, which this machine lacks".format(
-                job.environment.name, job.environment.python))
-        pytest.fail("environment {} is not built: run `python3 run_all.py setup`".format(job.environment.name))
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +55,7 @@ def test_pytorch_takes_a_real_step_and_learning_rate_0_changes_nothing(task, ref
 
 @pytest.mark.parametrize("job", JOBS, ids=lambda job: job.stem)
 def test_shared_weights_give_pytorchs_results(job, references):
-    needs_environment(job)
+    require_environment(job.environment)
     result = equivalence.compare(job, references(job.task))
     RESULTS[job.task].append(result)
     assert result["failures"] == []
@@ -82,8 +75,8 @@ def test_the_verdicts_read_as_the_table_shows_them():
 def test_flax_gru_is_the_reference_once_the_bias_it_lacks_is_zero(references, tmp_path):
     """JAX's RNN differs only by the recurrent bias of the new gate: with it zero, the logits agree."""
     job = catalog.select(["jax"], ["rnn"])[0]
-    needs_environment(job)
-    overrides = dict(equivalence.CASES["rnn"], lr=0.0)
+    require_environment(job.environment)
+    overrides = equivalence.forward_overrides("rnn")
     params = equivalence.params_for("rnn", overrides)
     start = {name: value.copy() for name, value in references("rnn")["start"].items()}
     start["gru/bias_recurrent"][2 * params["hidden_units"]:] = 0.0

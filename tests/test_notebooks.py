@@ -3,21 +3,17 @@
 import json
 
 import pytest
+from conftest import require_environment
 
 from common import hyperparams
-from runner import catalog, environments, execution
+from runner import catalog, execution
 
 JOBS = catalog.select()
 
 
 @pytest.mark.parametrize("job", JOBS, ids=lambda job: job.stem)
 def test_notebook_runs_on_its_kernel(job, tmp_path):
-    if not environments.is_ready(job.environment) and environments.find_python(job.environment.python) is None:
-        pytest.skip("environment {} needs Python {}, which this machine lacks".format(
-            job.environment.name, job.environment.python))
-    if not environments.is_ready(job.environment):
-        pytest.fail("environment {} is not built: run `python3 run_all.py setup {}`".format(
-            job.environment.name, job.environment.name))
+    require_environment(job.environment)
     parameters = {"data_source": "synthetic", "device": "auto", "threads": 2, "seed": 0, "overrides": {}}
     record = execution.run_job(job, tmp_path, "smoke", parameters, timeout=600, show_output=False)
     assert record["status"] == "ok", record["error"]
