@@ -1,7 +1,8 @@
-"""Facts about the machine and software a result was measured on.
+"""Facts about the machine and software a result was measured on, and the choice of device.
 
 The framework-specific facts (its version, the GPU it sees, CUDA and cuDNN versions) are passed in
-by the notebook, which asks the framework itself; this module adds what Python can see on its own.
+by each framework's module (frameworks/<name>.py), which asks the framework itself; this module adds
+what Python can see on its own, and decides between GPU and CPU the same way for every framework.
 """
 
 import os
@@ -9,7 +10,14 @@ import platform
 
 import numpy as np
 
-from common import flops
+from common import flops, gpu
+
+DEVICES = ("auto", "cpu", "cuda")
+# The float32 precision policy on GPUs: TF32 tensor cores allowed for matrix products and convolutions
+# where the GPU has them (compute capability 8.0 and newer), as TensorFlow and JAX do by default; every
+# framework's module sets it explicitly and records which it got.
+TF32_FROM_COMPUTE_CAPABILITY = 8.0
+BUILD_VARIABLE = "ROSETTA_BUILD"  # set by the runner in each kernel spec: how the environment was made
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
                     "TF_NUM_INTEROP_THREADS")
@@ -39,9 +47,60 @@ def prepare(threads=0, device="auto"):
             os.environ[name] = str(threads)
         if hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:threads])
+    check_device(device)
     if device == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
     return usable_cores()
+
+
+class DeviceError(RuntimeError):
+    """A device that was asked for and cannot be used; the message says why in one line."""
+
+
+def check_device(device):
+    """Raise DeviceError unless `device` is one of DEVICES."""
+    if device not in DEVICES:
+        raise DeviceError("device={!r}: use one of {}".format(device, ", ".join(repr(d) for d in DEVICES)))
+
+
+def choose_device(device, framework, framework_gpus, why_no_gpu):
+    """Decide where a notebook computes: ("gpu" or "cpu", note). The same rule for every framework.
+
+    device="cpu": the CPU. A GPU the framework sees: the GPU. Otherwise the reason is the framework's own
+    (`why_no_gpu()`, asked only then): device="cuda" raises DeviceError with it; device="auto" runs on the
+    CPU, and where nvidia-smi shows a GPU that the framework cannot use, `note` says so for the record
+    (a CPU run on a GPU machine is never reported as a GPU run, nor silently as a plain CPU run).
+    """
+    check_device(device)
+    if device == "cpu":
+        return "cpu", None
+    if framework_gpus:
+        return "gpu", None
+    machine = gpu.query_nvidia_smi()["gpus"]
+    reason = why_no_gpu() or "{} sees no GPU".format(framework)
+    if device == "cuda":
+        where = "this machine's {}".format(machine[0]["name"]) if machine else "no NVIDIA GPU on this machine (nvidia-smi)"
+        raise DeviceError("device='cuda': {}; {}".format(reason, where))
+    if machine:
+        note = "{} could not use this machine's {}: {}".format(framework, machine[0]["name"], reason)
+        print("NOTICE: " + note + "; running on the CPU")
+        return "cpu", note
+    return "cpu", None
+
+
+def tf32_allowed(compute_capability):
+    """True where the precision policy allows TF32: a GPU of compute capability 8.0 or newer."""
+    try:
+        return float(compute_capability) >= TF32_FROM_COMPUTE_CAPABILITY
+    except (TypeError, ValueError):
+        return False
+
+
+def gpu_details():
+    """The CUDA driver's figures for the GPUs this process sees (common.gpu.cuda_devices), with nvidia-smi's driver."""
+    devices = gpu.cuda_devices()
+    driver = next((g["driver"] for g in gpu.query_nvidia_smi()["gpus"] if g.get("driver")), None) if devices else None
+    return [dict(d, driver=driver) for d in devices]
 
 
 def usable_cores():
@@ -51,9 +110,16 @@ def usable_cores():
     return os.cpu_count() or 1
 
 
-def facts(framework, framework_version, device, gpus=(), cuda=None, cudnn=None, threads=None, extra=None):
-    """Return a dict of environment facts for a result record; GPU, CUDA and cuDNN as the framework reports them."""
+def facts(framework, framework_version, device, gpus=(), cuda=None, cudnn=None, threads=None, extra=None,
+          precision="fp32", gpu_unused=None):
+    """Return a dict of environment facts for a result record; GPU, CUDA and cuDNN as the framework reports them.
+
+    precision: "fp32", or "tf32" where TF32 was allowed on the GPU; gpu_unused: why a GPU that is there was
+    not used (choose_device's note). On a GPU run, gpu_details adds the driver's figures (compute capability,
+    multiprocessors, clock) for the peak estimate of a GPU the peak table lacks.
+    """
     gpus = list(gpus)
+    on_gpu = gpu.device_kind(device) == "gpu"
     record = {
         "os": platform.platform(),
         "cpu": cpu_model(),
@@ -71,6 +137,10 @@ def facts(framework, framework_version, device, gpus=(), cuda=None, cudnn=None, 
         "cpu_mhz": flops.cpu_mhz(),  # with cpu_simd, for the CPU's peak estimate (common/flops.py)
         "cpu_simd": flops.cpu_simd(),
         "thread_variables": {name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
+        "precision": precision,
+        "gpu_unused": gpu_unused,
+        "gpu_details": gpu_details() if on_gpu else [],
+        "build": os.environ.get(BUILD_VARIABLE),  # e.g. "venv gpu envs/pytorch.txt", "adopted /usr/bin/python3"
     }
     if extra:
         record.update(extra)
@@ -79,9 +149,10 @@ def facts(framework, framework_version, device, gpus=(), cuda=None, cudnn=None, 
 
 def gpu_used(environment):
     """The name of the GPU an environment-facts dict says the run computed on, or None for a CPU run."""
-    if str(environment.get("device", "")).startswith(("cuda", "gpu")) and environment.get("gpus"):
-        return environment["gpus"][0]
-    return None
+    if gpu.device_kind(environment.get("device")) != "gpu":
+        return None
+    details = environment.get("gpu_details") or [{}]
+    return (environment.get("gpus") or [None])[0] or details[0].get("name") or "GPU"
 
 
 def hardware_label(environment):

@@ -9,14 +9,23 @@ nothing needs.
 
 import re
 
+from common import gpu
+
 # Dense (no sparsity) peak TFLOP/s per GPU as the vendor specifies them: fp32 on CUDA cores, tf32 and
-# fp16/bf16 on tensor cores (None where the GPU has no such unit). Matched against the device name,
-# first match wins, so the more specific names come first.
+# fp16/bf16 on tensor cores (None where the GPU has no such unit); where a datasheet gives only the
+# sparse tensor figure, half of it. Matched as whole words against the device name (common.gpu.name_matches),
+# first match wins, so the more specific names come first. A GPU not listed gets an estimate
+# (gpu_peak_estimate) from what its driver reports.
 GPU_PEAK_TFLOPS = (
+    ("B200", {"fp32": 75.0, "tf32": 1100.0, "fp16": 2250.0}),  # HGX B200, per GPU
     ("H200", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4}),
     ("H100 PCIe", {"fp32": 51.2, "tf32": 378.0, "fp16": 756.0}),
     ("H100", {"fp32": 67.0, "tf32": 494.7, "fp16": 989.4}),  # SXM
     ("A100", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0}),
+    ("L40S", {"fp32": 91.6, "tf32": 183.0, "fp16": 366.0}),
+    ("RTX 6000 Ada", {"fp32": 91.1, "tf32": 182.1, "fp16": 364.2}),
+    ("L4", {"fp32": 30.3, "tf32": 60.0, "fp16": 121.0}),
+    ("A10", {"fp32": 31.2, "tf32": 62.5, "fp16": 125.0}),  # not the A10G, which NVIDIA does not list: estimated
     ("V100-PCIE", {"fp32": 14.0, "tf32": None, "fp16": 112.0}),
     ("V100", {"fp32": 15.7, "tf32": None, "fp16": 125.0}),  # SXM2
     ("T4", {"fp32": 8.1, "tf32": None, "fp16": 65.0}),
@@ -24,6 +33,10 @@ GPU_PEAK_TFLOPS = (
     ("P100", {"fp32": 9.3, "tf32": None, "fp16": 18.7}),  # PCIe
     ("K80", {"fp32": 4.37, "tf32": None, "fp16": None}),  # one of the board's two GK210 devices, boost clock
 )
+# fp32 units (CUDA cores) per multiprocessor by compute capability, major.minor or major alone, for the
+# estimate: a fused multiply-add per unit and clock.
+FP32_UNITS_PER_SM = {"3": 192, "5": 128, "6.0": 64, "6": 128, "7": 64, "8.0": 64, "8": 128, "9": 128, "10": 128,
+                     "11": 128, "12": 128}
 # fp32 FLOPs per cycle and core: two fused multiply-add units of 512, 256 or 128 bits. AMD's Zen 4
 # (family 25) runs AVX-512 on 256-bit units ("avx512-on-256").
 CPU_FLOPS_PER_CYCLE = {"avx512": 64, "avx512-on-256": 32, "avx2": 32, "sse": 16}
@@ -93,9 +106,18 @@ def training_flops(task, params):
 def gpu_peak_tflops(name):
     """The peak table's entry for a GPU name (e.g. 'NVIDIA H100 80GB HBM3'), or None if it is not listed."""
     for key, peaks in GPU_PEAK_TFLOPS:
-        if key.lower() in str(name).lower():
+        if gpu.name_matches(key, name):
             return dict(peaks, gpu=key)
     return None
+
+
+def gpu_peak_estimate(compute_capability, multiprocessors, clock_mhz):
+    """An estimate of a GPU's fp32 peak in TFLOP/s: multiprocessors x fp32 units each x 2 x clock; None if unknown."""
+    if not (compute_capability and multiprocessors and clock_mhz):
+        return None
+    major = str(compute_capability).split(".")[0]
+    units = FP32_UNITS_PER_SM.get(str(compute_capability), FP32_UNITS_PER_SM.get(major))
+    return None if units is None else multiprocessors * units * 2 * clock_mhz / 1e6
 
 
 def cpu_simd():

@@ -11,7 +11,7 @@ import tempfile
 import numpy as np
 from formats import make_cifar10_tarball, make_imdb_npz
 
-from common import datasets, environment, flops, hyperparams, results, timing, weights
+from common import datasets, environment, flops, gpu, hyperparams, results, timing, weights
 
 
 def main():
@@ -55,7 +55,11 @@ def main():
     assert len(weights.shapes("inference", {})) == 265
 
     assert flops.cnn_forward_flops(cnn) == 124528640 and flops.resnet50_forward_flops(96) > 0
-    assert "cpu_simd" in record["environment"]
+    assert "cpu_simd" in record["environment"] and record["environment"]["precision"] == "fp32"
+    assert gpu.device_kind("@cupy:0") == "gpu" and gpu.device_kind("cpu(0)") == "cpu"
+    assert isinstance(gpu.query_nvidia_smi()["gpus"], list) and isinstance(gpu.cuda_devices(), list)
+    assert environment.choose_device("cpu", "Check", [], lambda: "no GPU") == ("cpu", None)
+    assert flops.gpu_peak_tflops("NVIDIA A10")["gpu"] == "A10" and flops.gpu_peak_estimate("8.6", 80, 1710) > 0
 
     path = os.path.join(scratch, "r.json")
     results.write_result(path, record)
