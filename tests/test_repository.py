@@ -79,10 +79,14 @@ def test_environment_yml_pins_equal_the_runner_requirements():
 
 def test_every_environment_has_exact_pins():
     for env in catalog.ENVIRONMENTS.values():
-        for line in env.requirements.read_text().splitlines():
-            line = line.split("#")[0].strip()
-            if line and not line.startswith("-"):
-                assert "==" in line, "{}: {} is not pinned exactly".format(env.requirements.name, line)
+        for requirements in (env.requirements,) + env.gpu_requirements:
+            for line in requirements.read_text().splitlines():
+                line = line.split("#")[0].strip()
+                if line and not line.startswith("-"):
+                    assert "==" in line, "{}: {} is not pinned exactly".format(requirements.name, line)
+    listed = {path.name for env in catalog.ENVIRONMENTS.values() for path in (env.requirements,) + env.gpu_requirements}
+    extra = {path.name for path in catalog.REQUIREMENTS_DIR.glob("*.txt")} - listed
+    assert all(name.endswith(("-build.txt", "-debian.txt")) for name in extra), extra  # no orphan requirements
 
 
 def test_common_imports_no_framework():
@@ -92,6 +96,38 @@ def test_common_imports_no_framework():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not {n.split(".")[0] for n in names} & frameworks, path.name
+
+
+# What each module of frameworks/ may import besides the standard library, `common` and frameworks.probe: its
+# own framework.
+FRAMEWORK_IMPORTS = {"pytorch": {"torch"}, "tensorflow": {"tensorflow"}, "jax": {"jax", "flax", "optax"},
+                     "keras": {"keras"}, "mxnet": {"mxnet"}, "chainer": {"chainer", "cupy"}, "cntk": {"cntk", "numpy"},
+                     "probe": set(), "__init__": set()}
+
+
+def test_each_framework_module_imports_only_its_framework():
+    stdlib = {"importlib", "json", "os", "sys"}
+    modules = sorted((catalog.REPO / "frameworks").glob("*.py"))
+    assert {path.stem for path in modules} == set(FRAMEWORK_IMPORTS)
+    for path in modules:
+        tree = ast.parse(path.read_text(), feature_version=(3, 6))  # CNTK's kernel runs Python 3.6
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                names.add((node.module or "").split(".")[0])
+        assert names - stdlib - {"common", "frameworks"} <= FRAMEWORK_IMPORTS[path.stem], path.name
+        assert ast.get_docstring(tree), path.name
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                assert ast.get_docstring(node), "{}: {}".format(path.name, node.name)
+
+
+def test_each_environment_that_computes_has_its_framework_module():
+    for env in catalog.ENVIRONMENTS.values():
+        if env.name != "runner":
+            assert (catalog.REPO / "frameworks" / (env.framework_module + ".py")).exists(), env.name
 
 
 def test_common_public_names_have_docstrings():

@@ -1,0 +1,58 @@
+"""CNTK: the device, the precision policy and the record's facts, for every CNTK notebook (Python 3.6)."""
+
+import cntk as C
+import numpy as np
+
+from common import environment, results
+from frameworks.probe import check_gpu
+
+NAME = "CNTK"
+chosen = {"note": None, "precision": "fp32"}  # what choose_device and set_precision decided, for the record
+
+
+def _gpu_devices():
+    return [d for d in C.device.all_devices() if d.type() == C.device.DeviceKind.GPU]
+
+
+def gpu_names():
+    """The GPUs CNTK sees."""
+    return [C.cntk_py.DeviceDescriptor.get_gpu_properties(d).name for d in _gpu_devices()]
+
+
+def why_no_gpu():
+    """Why CNTK sees no GPU: its CPU build, or a GPU build that found no GPU it supports."""
+    return "CNTK {} sees no GPU (its GPU build, cntk-gpu, needs CUDA 10 and a GPU it has code for)".format(C.__version__)
+
+
+def choose_device(device):
+    """The CNTK device, made the process default; device="cuda" without a usable GPU raises DeviceError."""
+    kind, chosen["note"] = environment.choose_device(device, NAME, gpu_names(), why_no_gpu)
+    dev = _gpu_devices()[0] if kind == "gpu" else C.device.cpu()
+    C.device.try_set_default_device(dev)
+    return dev
+
+
+def set_precision(dev):
+    """The float32 policy; returns "fp32": CNTK 2.7's CUDA 10 predates TF32, so float32 is float32 on every GPU."""
+    chosen["precision"] = "fp32"
+    return chosen["precision"]
+
+
+def start_record(task, profile, params, dev):
+    """A new result record with the device and the environment facts as CNTK reports them."""
+    record = results.new_record(NAME, task, profile, params=params)
+    on_gpu = dev.type() == C.device.DeviceKind.GPU
+    record["device"] = "gpu:{}".format(dev.id()) if on_gpu else "cpu"
+    record["environment"] = environment.facts(NAME, C.__version__, record["device"], gpus=gpu_names() if on_gpu else [],
+                                              threads=C.cntk_py.get_max_num_cputhreads(),
+                                              precision=chosen["precision"], gpu_unused=chosen["note"])
+    return record
+
+
+def probe():
+    """For the runner after a build: CNTK's version, its GPUs, and a matrix product on the first one."""
+    def matrix_product():
+        x = C.constant(np.ones((64, 64), dtype=np.float32))
+        return C.times(x, x).eval(device=_gpu_devices()[0]).sum()
+
+    return check_gpu(NAME, C.__version__, gpu_names(), why_no_gpu, matrix_product)

@@ -1,0 +1,71 @@
+"""PyTorch: the device, the precision policy and the record's facts, for every PyTorch notebook (and Keras on torch)."""
+
+import torch
+
+from common import environment, results
+from frameworks.probe import check_gpu
+
+NAME = "PyTorch"
+chosen = {"note": None, "precision": "fp32"}  # what choose_device and set_precision decided, for the record
+
+
+def gpu_names():
+    """The GPUs PyTorch sees."""
+    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+
+
+def why_no_gpu():
+    """PyTorch's own first line on why it sees no GPU: a CPU build, no driver, a driver too old for its CUDA."""
+    if torch.version.cuda is None:
+        return "PyTorch {} is a CPU build".format(torch.__version__)
+    try:
+        torch.cuda.init()
+    except Exception as error:  # noqa: BLE001 - PyTorch's own message is the reason
+        return "PyTorch {} (CUDA {}): {}".format(torch.__version__, torch.version.cuda, results.first_line(str(error)))
+    return "PyTorch {} sees no GPU".format(torch.__version__)
+
+
+def choose_device(device):
+    """The torch.device for the notebook's `device` parameter; device="cuda" without a usable GPU raises DeviceError."""
+    kind, chosen["note"] = environment.choose_device(device, NAME, gpu_names(), why_no_gpu)
+    return torch.device("cuda" if kind == "gpu" else "cpu")
+
+
+def set_precision(dev):
+    """The float32 policy: TF32 for matrix products and convolutions on a GPU that has it; returns "tf32" or "fp32"."""
+    allowed = dev.type == "cuda" and environment.tf32_allowed("{}.{}".format(*torch.cuda.get_device_capability(dev)))
+    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # PyTorch 2.9 and newer
+        torch.backends.cuda.matmul.fp32_precision = "tf32" if allowed else "ieee"
+        torch.backends.cudnn.conv.fp32_precision = "tf32" if allowed else "ieee"
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = allowed
+        torch.backends.cudnn.allow_tf32 = allowed
+    chosen["precision"] = "tf32" if allowed else "fp32"
+    return chosen["precision"]
+
+
+def gpu_facts(on_gpu):
+    """(GPU names, CUDA version, cuDNN version) as PyTorch reports them; empty on a CPU run."""
+    if not on_gpu:
+        return [], None, None
+    return gpu_names(), torch.version.cuda, torch.backends.cudnn.version()
+
+
+def start_record(task, profile, params, dev):
+    """A new result record with the device and the environment facts as PyTorch reports them."""
+    record = results.new_record(NAME, task, profile, params=params)
+    record["device"] = str(dev)
+    gpus, cuda, cudnn = gpu_facts(dev.type == "cuda")
+    record["environment"] = environment.facts(NAME, torch.__version__, str(dev), gpus=gpus, cuda=cuda, cudnn=cudnn,
+                                              threads=torch.get_num_threads(), precision=chosen["precision"],
+                                              gpu_unused=chosen["note"])
+    return record
+
+
+def probe():
+    """For the runner after a build: PyTorch's version, its GPUs, and a matrix product on the first one."""
+    def matrix_product():
+        x = torch.ones(64, 64, device="cuda")
+        return (x @ x).sum().item()
+
+    return check_gpu(NAME, torch.__version__, gpu_names(), why_no_gpu, matrix_product, cuda=torch.version.cuda)
