@@ -32,7 +32,7 @@ class SelectionError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Environment:
-    """A virtual environment under .envs/ with its pinned requirements and its Jupyter kernel."""
+    """A virtual environment under .envs/ (or an adopted interpreter) with its pinned requirements and Jupyter kernel."""
 
     name: str
     display_name: str
@@ -40,6 +40,10 @@ class Environment:
     kernel_env: tuple[tuple[str, str], ...] = ()  # extra environment variables of the kernel
     # shared-library aliases the kernel needs, (name wanted, name provided): see envs/<name>-debian.txt
     library_aliases: tuple[tuple[str, str], ...] = ()
+    # the builds that can use an NVIDIA GPU, in order of preference: requirements files under envs/, each
+    # stating in its `# gpu-...:` lines what its wheels need (runner/compatibility.py reads them)
+    gpu_builds: tuple[str, ...] = ()
+    framework_module: Optional[str] = None  # frameworks/<module>.py, whose probe() checks the environment
 
     @property
     def path(self) -> Path:
@@ -47,13 +51,13 @@ class Environment:
 
     @property
     def requirements(self) -> Path:
+        """The CPU build's requirements, envs/<name>.txt."""
         return REQUIREMENTS_DIR / (self.name + ".txt")
 
     @property
-    def gpu_requirements(self) -> Path:
-        """The GPU build's requirements (envs/<name>-gpu.txt) where they differ from the CPU build's."""
-        gpu = REQUIREMENTS_DIR / (self.name + "-gpu.txt")
-        return gpu if gpu.exists() else self.requirements
+    def gpu_requirements(self) -> tuple[Path, ...]:
+        """The GPU builds' requirements files, in order of preference."""
+        return tuple(REQUIREMENTS_DIR / name for name in self.gpu_builds)
 
     @property
     def build_requirements(self) -> Optional[Path]:
@@ -67,15 +71,13 @@ class Environment:
         path = REQUIREMENTS_DIR / (self.name + "-debian.txt")
         return path if path.exists() else None
 
-    def requirements_for(self, gpu: bool) -> Path:
-        return self.gpu_requirements if gpu else self.requirements
-
     @property
     def kernel_name(self) -> str:
         return "rosetta-" + self.name
 
     @property
     def python_path(self) -> Path:
+        """The virtual environment's interpreter (runner.environments.interpreter also knows adopted ones)."""
         return self.path / "bin" / "python"
 
 
@@ -86,6 +88,7 @@ class Variant:
     name: Optional[str]
     env: str
     parameters: tuple[tuple[str, str], ...] = ()
+    packages: tuple[str, ...] = ()  # what it needs beyond its environment's framework (checked in adopted ones)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,15 +132,19 @@ ENVIRONMENTS: dict[str, Environment] = {
     env.name: env
     for env in (
         Environment("runner", "Rosetta runner"),
-        Environment("pytorch", "Rosetta: PyTorch"),
+        # PyTorch's Linux wheels are CUDA builds that also run on the CPU: pytorch.txt serves both
+        Environment("pytorch", "Rosetta: PyTorch", gpu_builds=("pytorch.txt", "pytorch-cuda12.txt"),
+                    framework_module="pytorch"),
         # TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's C++ start-up INFO lines stay out of the run log; warnings remain.
-        Environment("tensorflow", "Rosetta: TensorFlow", kernel_env=(("TF_CPP_MIN_LOG_LEVEL", "1"),)),
-        Environment("jax", "Rosetta: JAX"),
-        Environment("mxnet", "Rosetta: MXNet"),
-        Environment("chainer", "Rosetta: Chainer"),
+        Environment("tensorflow", "Rosetta: TensorFlow", kernel_env=(("TF_CPP_MIN_LOG_LEVEL", "1"),),
+                    gpu_builds=("tensorflow-cuda12.txt",), framework_module="tensorflow"),
+        Environment("jax", "Rosetta: JAX", gpu_builds=("jax-cuda13.txt", "jax-cuda12.txt"), framework_module="jax"),
+        Environment("mxnet", "Rosetta: MXNet", gpu_builds=("mxnet-cuda112.txt",), framework_module="mxnet"),
+        Environment("chainer", "Rosetta: Chainer", framework_module="chainer"),  # CPU only: envs/chainer.txt says why
         # CNTK 2.7 was linked against OpenMPI 1.10; OpenMPI 4's libraries serve under the old names.
         Environment("cntk", "Rosetta: CNTK", python="3.6",
-                    library_aliases=(("libmpi.so.12", "libmpi.so.40"), ("libmpi_cxx.so.1", "libmpi_cxx.so.40"))),
+                    library_aliases=(("libmpi.so.12", "libmpi.so.40"), ("libmpi_cxx.so.1", "libmpi_cxx.so.40")),
+                    gpu_builds=("cntk-cuda10.txt",), framework_module="cntk"),
     )
 }
 
@@ -145,9 +152,9 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("pytorch", "PyTorch", "PyTorch", (Variant(None, "pytorch"),)),
     Framework("tensorflow", "TensorFlow", "TensorFlow", (Variant(None, "tensorflow"),)),
     Framework("keras", "Keras", "Keras", (
-        Variant("tensorflow", "tensorflow", (("backend", "tensorflow"),)),
-        Variant("jax", "jax", (("backend", "jax"),)),
-        Variant("torch", "pytorch", (("backend", "torch"),)),
+        Variant("tensorflow", "tensorflow", (("backend", "tensorflow"),), packages=("keras",)),
+        Variant("jax", "jax", (("backend", "jax"),), packages=("keras",)),
+        Variant("torch", "pytorch", (("backend", "torch"),), packages=("keras",)),
     )),
     Framework("jax", "JAX", "JAX", (Variant(None, "jax"),)),
     Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),)),

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from common import hyperparams
-from runner import catalog, environments
+from runner import catalog, compatibility, environments
 
 COMMANDS = ("run", "setup", "test", "report", "rosetta", "list")
 DATA_SOURCES = ("auto", "real", "synthetic")  # common.datasets.SOURCES, which needs numpy: this runs before it exists
@@ -74,15 +74,26 @@ def build_parser():
     run.add_argument("--timeout", type=float, help="seconds per notebook (default: smoke 600, quick 1800, full 14400)")
     run.add_argument("--results", type=Path, default=catalog.REPO / "results", help="folder for run folders")
     run.add_argument("--no-setup", action="store_true", help="fail instead of building missing environments")
-    run.add_argument("--gpu", action="store_true", help="build missing environments with their GPU packages")
+    run.add_argument("--gpu", action="store_true", help="GPU builds even where nvidia-smi finds no GPU (the default "
+                     "where it finds one)")
+    run.add_argument("--cpu", action="store_true", help="CPU builds even where there is a GPU")
+    run.add_argument("--wheels", type=Path, help="install from this folder of wheels, without a package index "
+                     "(also $ROSETTA_WHEELS)")
     run.add_argument("-q", "--quiet", action="store_true", help="hide the notebooks' own output")
     run.add_argument("--no-equivalence", action="store_true", help="skip the check that every notebook computes "
                      "PyTorch's results from shared weights (a few smoke-sized runs per framework)")
 
-    setup = sub.add_parser("setup", help="build the environments and kernels (all, or those named)")
+    setup = sub.add_parser("setup", help="build the environments and kernels (all, or those named); GPU builds where "
+                           "nvidia-smi finds a GPU they can use")
     setup.add_argument("envs", nargs="*", help="environment names, default all: " + ", ".join(catalog.ENVIRONMENTS))
-    setup.add_argument("--gpu", action="store_true", help="GPU builds (envs/<name>-gpu.txt where there is one)")
-    setup.add_argument("--cpu", action="store_true", help="CPU builds, replacing GPU builds")
+    setup.add_argument("--gpu", action="store_true", help="GPU builds even where nvidia-smi finds no GPU")
+    setup.add_argument("--cpu", action="store_true", help="CPU builds, replacing GPU builds and adoptions")
+    setup.add_argument("--python", type=Path, metavar="PATH", help="adopt this existing interpreter as the (one) "
+                       "environment named, instead of building a virtual environment")
+    setup.add_argument("--install-missing", action="store_true", help="with --python: pip-install the pinned packages "
+                       "that interpreter lacks (ipykernel, keras, ...)")
+    setup.add_argument("--wheels", type=Path, help="install from this folder of wheels, without a package index "
+                       "(also $ROSETTA_WHEELS)")
 
     test = sub.add_parser("test", help="build the environments, then run ruff and pytest (arguments go to pytest)")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER)
@@ -128,13 +139,24 @@ def parse(argv):
             args.timeout = DEFAULT_TIMEOUT[args.profile]
         if args.timeout <= 0 or args.threads < 0:
             raise UsageError("--timeout must be positive and --threads not negative")
+    if args.command in ("run", "setup") and args.gpu and args.cpu:
+        raise UsageError("--gpu and --cpu exclude each other")
+    if args.command in ("run", "setup") and args.wheels is not None and not args.wheels.is_dir():
+        raise UsageError("--wheels: no such folder: {}".format(args.wheels))
     if args.command == "setup":
-        if args.gpu and args.cpu:
-            raise UsageError("--gpu and --cpu exclude each other")
         unknown = [name for name in args.envs if name not in catalog.ENVIRONMENTS]
         if unknown:
             raise UsageError("unknown environment {}; known environments: {}".format(
                 ", ".join(unknown), ", ".join(catalog.ENVIRONMENTS)))
+        if args.python is not None:
+            if len(args.envs) != 1:
+                raise UsageError("--python adopts an interpreter as one environment: name exactly one")
+            if not args.python.exists():
+                raise UsageError("--python: no such interpreter: {}".format(args.python))
+            if args.gpu or args.cpu:
+                raise UsageError("--python adopts an interpreter as it is; --gpu and --cpu choose what to build")
+        elif args.install_missing:
+            raise UsageError("--install-missing goes with --python")
     if args.command == "report":
         for run_dir in args.run_dirs:
             if not run_dir.is_dir():
@@ -148,8 +170,11 @@ def usable_cores():
 
 
 def in_runner_env():
-    """True when this process runs on the runner environment's interpreter."""
-    return Path(sys.prefix).resolve() == catalog.ENVIRONMENTS["runner"].path.resolve()
+    """True when this process runs on the runner environment's interpreter (its venv, or the adopted one)."""
+    runner = catalog.ENVIRONMENTS["runner"]
+    if environments.is_adopted(runner):
+        return os.path.realpath(sys.executable) == os.path.realpath(str(environments.interpreter(runner)))
+    return Path(sys.prefix).resolve() == runner.path.resolve()
 
 
 def main(argv=None):
@@ -160,23 +185,35 @@ def main(argv=None):
     except UsageError as error:
         print("run_all.py: error: {}".format(error), file=sys.stderr)
         return USAGE_ERROR
-    if args.command == "list":
-        return list_catalog()
-    if not in_runner_env():
+    if args.command in ("list", "setup"):  # the standard library is enough: no runner environment needed
         try:
-            environments.ensure(catalog.ENVIRONMENTS["runner"])
+            return list_catalog() if args.command == "list" else setup(args)
         except environments.SetupError as error:
             print("run_all.py: error: {}".format(error), file=sys.stderr)
             return 1
-        python = str(catalog.ENVIRONMENTS["runner"].python_path)
+    if not in_runner_env():
+        runner = catalog.ENVIRONMENTS["runner"]
+        try:
+            environments.ensure(runner, wheels=getattr(args, "wheels", None))
+        except environments.SetupError as error:
+            print("run_all.py: error: {}".format(error), file=sys.stderr)
+            return 1
+        python = str(environments.interpreter(runner))
         sys.stdout.flush()
         os.execv(python, [python, str(catalog.REPO / "run_all.py")] + list(argv))
     environments.use_project_kernels()
-    return {"run": run, "setup": setup, "test": test, "report": report, "rosetta": rosetta}[args.command](args)
+    return {"run": run, "test": test, "report": report, "rosetta": rosetta}[args.command](args)
+
+
+def build_choice(args):
+    """'gpu' or 'cpu' where the command line forces a kind of build, else None (decided from the machine)."""
+    return "gpu" if getattr(args, "gpu", False) else ("cpu" if getattr(args, "cpu", False) else None)
 
 
 def list_catalog():
-    """Print frameworks with their variants and environments, tasks, and environment status."""
+    """Print the GPU found, frameworks with their variants and environments, tasks, and every environment's state."""
+    machine = compatibility.detect()
+    print("GPU: " + machine.describe())
     print("Frameworks:")
     for framework in catalog.FRAMEWORKS:
         for variant in framework.variants:
@@ -184,36 +221,100 @@ def list_catalog():
                 " ({})".format(variant.name) if variant.name else ""), variant.env))
     print("Tasks: " + ", ".join(catalog.TASK_NOTEBOOK))
     print("Profiles: " + ", ".join(hyperparams.PROFILES))
-    print("Environments (.envs/):")
+    print("Environments (.envs/; `setup ENV --python PATH` adopts an existing interpreter instead):")
     for env in catalog.ENVIRONMENTS.values():
-        print("  " + environments.status_line(env))
+        print("  {:10s} {:8s} {}".format(env.name, "ready" if environments.is_ready(env) else "missing",
+                                         environment_state(env, machine)))
     return 0
 
 
+def environment_state(env, machine):
+    """What `env` is and whether its framework can use this machine's GPU, in one line for `list`."""
+    variant = compatibility.variant_text(env)
+    if not machine.gpus or env.name == "runner":
+        return variant
+    planned = compatibility.plan(env, machine)
+    if planned.unavailable:
+        return "; ".join(filter(None, [variant, planned.unavailable]))
+    if not environments.is_ready(env, planned.requirements):
+        return "; ".join(filter(None, [variant, "for this GPU, setup builds envs/{}".format(planned.requirements.name)]))
+    answer = (environments.read_stamp(env) or {}).get("probe")
+    if not answer:
+        return variant + "; GPU: not checked (`setup {}` checks it)".format(env.name)
+    if answer.get("gpu_ok"):
+        return variant + "; GPU: yes, {} computes on {}".format(answer.get("framework"), ", ".join(answer["gpus"]))
+    return variant + "; GPU: no: {}".format(answer.get("error"))
+
+
 def setup(args):
-    """Build the named environments (all by default); exit 1 if any failed."""
-    return 1 if build_environments(args.envs, gpu=True if args.gpu else (False if args.cpu else None)) else 0
+    """Build the named environments (all by default), or adopt an interpreter as one; exit 1 if any failed."""
+    machine = compatibility.detect()
+    print("[gpu] " + machine.describe())
+    if args.python is not None:
+        env = catalog.ENVIRONMENTS[args.envs[0]]
+        planned = compatibility.plan(env, machine, build=None) if not environments.is_adopted(env) else None
+        requirements = (planned.requirements if planned and planned.requirements else None) or (
+            env.gpu_requirements[0] if machine.gpus and env.gpu_requirements else env.requirements)
+        stamp = environments.adopt(env, args.python, requirements, install_missing=args.install_missing,
+                                   wheels=args.wheels)
+        if machine.gpus and env.framework_module:
+            report_probe(env, stamp["probe"])
+        return 0
+    failed, _ = build_environments(args.envs, machine, build=build_choice(args), wheels=args.wheels)
+    return 1 if failed else 0
 
 
-def build_environments(names, gpu=None):
-    """Build the named environments (all when empty); return {name: SetupError} of those that failed."""
-    failed = {}
+def report_probe(env, answer):
+    """Print what the probe found: the framework computes on the GPU, or its own first error line."""
+    if answer.get("gpu_ok"):
+        print("[setup] {}: GPU check: {} {} computes on {}".format(env.name, answer.get("framework"),
+                                                                   answer.get("version"), ", ".join(answer["gpus"])))
+    else:
+        print("[setup] {}: GPU check FAILED: {}".format(env.name, answer.get("error")))
+
+
+def build_environments(names, machine, build=None, device="auto", wheels=None):
+    """Build the named environments (all when empty) for this machine; return ({name: error}, {name: unavailable}).
+
+    An environment with no build that fits the GPU is not built (its rows will say why); a GPU build is
+    probed after it is built, and the probe's answer kept in its stamp.
+    """
+    failed, unavailable = {}, {}
     for name in names or list(catalog.ENVIRONMENTS):
+        env = catalog.ENVIRONMENTS[name]
+        planned = compatibility.plan(env, machine, device=device, build=build)
+        if planned.unavailable:
+            print("[setup] {}: not built: {}; with --device cpu its notebooks run on the CPU".format(
+                name, planned.unavailable))
+            unavailable[name] = planned.unavailable
+            continue
+        if planned.note:
+            print("[setup] {}: using envs/{}, since {}".format(name, planned.requirements.name, planned.note))
         try:
-            environments.ensure(catalog.ENVIRONMENTS[name], gpu=gpu)
+            environments.ensure(env, planned.requirements, wheels=wheels)
         except environments.SetupError as error:
             print("[setup] {}: FAILED: {}".format(name, error))
             failed[name] = error
-    return failed
+            continue
+        if planned.gpu and machine.gpus and env.framework_module:
+            answer = environments.probe(env)
+            stamp = environments.read_stamp(env)
+            stamp["probe"] = answer
+            environments.write_stamp(env, stamp)
+            report_probe(env, answer)
+            if not answer.get("gpu_ok"):
+                unavailable[name] = compatibility.UNAVAILABLE_ON_GPU + (answer.get("error") or "the GPU check failed")
+    return failed, unavailable
 
 
 def test(args):
     """Build every environment the tests use, then run pytest (which also runs ruff) in the runner environment.
 
-    An environment whose Python this machine lacks does not stop the tests: its smoke tests are skipped
-    with that reason. Any other build failure does.
+    Tests keep whatever builds are there (GPU builds run their smoke tests on the GPU) and build CPU ones
+    where none is. An environment whose Python this machine lacks does not stop the tests: its smoke tests
+    are skipped with that reason. Any other build failure does.
     """
-    failed = build_environments([], gpu=False)
+    failed, _ = build_environments([], compatibility.detect(), device="cpu")
     if any(not isinstance(error, environments.PythonMissing) for error in failed.values()):
         print("run_all.py: error: an environment could not be built; the tests need all of them", file=sys.stderr)
         return 1
@@ -271,6 +372,18 @@ def check_equivalence(jobs, run_dir):
     print("[equivalence] done in {}".format(_clock(time.time() - started)))
 
 
+def missing_packages_reason(job):
+    """Why a job cannot run on its adopted interpreter (it lacks a package its variant needs), or None."""
+    missing = environments.missing_packages(job.environment, job.variant.packages)
+    if not missing:
+        return None
+    python = environments.interpreter(job.environment)
+    pinned = environments.pins(job.environment.requirements)
+    return "the adopted interpreter {} lacks {}; `{} -m pip install {}` adds it".format(
+        python, ", ".join(missing), python, " ".join("{}=={}".format(name, pinned.get(name, "")).rstrip("=")
+                                                     for name in missing))
+
+
 def _clock(seconds):
     return "{:d}:{:02d}".format(int(seconds // 60), int(seconds % 60))
 
@@ -281,17 +394,20 @@ def run(args):
     from runner import execution
     from runner import report as reporting
 
-    unavailable = {}
-    for env in catalog.environments_for(args.jobs):
-        if args.no_setup and not environments.is_ready(env):
+    machine = compatibility.detect()
+    print("[gpu] " + machine.describe())
+    names = [env.name for env in catalog.environments_for(args.jobs)]
+    if args.no_setup:
+        missing = [name for name in names if not environments.is_ready(catalog.ENVIRONMENTS[name])]
+        if missing:
             print("run_all.py: error: environment {} is missing; build it with `python3 run_all.py setup {}`".format(
-                env.name, env.name), file=sys.stderr)
+                missing[0], missing[0]), file=sys.stderr)
             return USAGE_ERROR
-        try:
-            environments.ensure(env, gpu=True if args.gpu else None)
-        except environments.SetupError as error:
-            print("[setup] {}: FAILED: {}".format(env.name, error))
-            unavailable[env.name] = str(error)
+        unavailable = {}
+    else:
+        failed, unavailable = build_environments(names, machine, build=build_choice(args), device=args.device,
+                                                 wheels=args.wheels)
+        unavailable.update({name: str(error) for name, error in failed.items()})
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = args.results / "{}-{}".format(stamp, args.profile)
@@ -304,9 +420,10 @@ def run(args):
             prefix = "[{}/{} {}]".format(number, len(args.jobs), _clock(time.time() - started))
             task_overrides = {k: v for k, v in args.overrides.items()
                               if k in hyperparams.for_task(job.task, args.profile)}
-            if job.variant.env in unavailable:
-                record = results.failure_record(job.framework.label, job.task, args.profile, "unavailable",
-                                                unavailable[job.variant.env], variant=job.variant.name)
+            reason = unavailable.get(job.variant.env) or missing_packages_reason(job)
+            if reason:
+                record = results.failure_record(job.framework.label, job.task, args.profile, "unavailable", reason,
+                                                variant=job.variant.name)
                 results.write_result(str(run_dir / (job.stem + execution.RECORD_SUFFIX)), record, "unavailable")
             else:
                 print("{} {} on kernel {} ...".format(prefix, job.stem, job.environment.kernel_name))

@@ -14,11 +14,17 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from runner import catalog
 
 STAMP = "rosetta-stamp.json"
-PTH_FILE = "rosetta-repo.pth"  # puts the repository on sys.path, so notebooks import `common`
+PTH_FILE = "rosetta-repo.pth"  # puts the repository on sys.path, so notebooks import `common` and `frameworks`
+BUILD_VARIABLE = "ROSETTA_BUILD"  # common.environment.BUILD_VARIABLE: the kernel tells the record how it was built
+WHEELS_VARIABLE = "ROSETTA_WHEELS"  # a folder of wheels to install from instead of a package index
+PROBE_PREFIX = "ROSETTA-PROBE "  # frameworks.probe.PREFIX
+# What the runner's own environment needs to run notebooks and write reports (its probe)
+RUNNER_IMPORTS = "import papermill, nbformat, nbclient, nbconvert, jupyter_client, ipykernel, matplotlib, pygments"
 
 
 class SetupError(RuntimeError):
@@ -54,26 +60,64 @@ def python_variable(version):
     return "ROSETTA_PYTHON" + version.replace(".", "")
 
 
-def recipe(env, gpu):
-    """The bytes an environment is built from: its build tools, requirements and Debian packages."""
-    parts = [env.build_requirements, env.requirements_for(gpu), env.debian_packages]
+def recipe(env, requirements):
+    """The bytes an environment is built from: its build tools, the requirements file, its Debian packages."""
+    parts = [env.build_requirements, requirements, env.debian_packages]
     return b"".join(path.read_bytes() for path in parts if path)
 
 
-def stamp_for(env, python, gpu):
-    """What an environment is built from: CPU or GPU build, its requirements' hash, its interpreter's version."""
-    version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    return {"build": "gpu" if gpu else "cpu", "requirements_sha256": hashlib.sha256(recipe(env, gpu)).hexdigest(),
-            "python": version}
+def python_version(python):
+    """The full version of an interpreter ('3.11.7'); raises SetupError if it does not run."""
+    try:
+        out = subprocess.run([str(python), "-c", "import sys; print(sys.version.split()[0])"], capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise SetupError("{} does not run: {}".format(python, error)) from error
+    if out.returncode != 0:
+        raise SetupError("{} does not run: {}".format(python, (out.stderr.strip().splitlines() or ["exit status {}".format(
+            out.returncode)])[-1]))
+    return out.stdout.strip()
+
+
+def read_stamp(env):
+    """What `env` was built from (its stamp file), or None where it was never completed."""
+    try:
+        stamp = json.loads((env.path / STAMP).read_text())
+    except (OSError, ValueError):
+        return None
+    if "requirements" not in stamp and stamp.get("build") in ("cpu", "gpu"):  # stamps before GPU builds had choices
+        gpu = catalog.REQUIREMENTS_DIR / (env.name + "-gpu.txt")
+        stamp["requirements"] = (gpu if stamp["build"] == "gpu" and gpu.exists() else env.requirements).name
+    return stamp
+
+
+def write_stamp(env, stamp):
+    """Record what `env` is; the last step of a build or an adoption."""
+    env.path.mkdir(parents=True, exist_ok=True)
+    (env.path / STAMP).write_text(json.dumps(stamp, indent=1) + "\n")
+
+
+def is_adopted(env):
+    """True when `env` is an existing interpreter registered with `setup ENV --python PATH`."""
+    return (read_stamp(env) or {}).get("build") == "adopted"
+
+
+def interpreter(env):
+    """The Python of `env`: the adopted interpreter, or the virtual environment's."""
+    stamp = read_stamp(env) or {}
+    return Path(stamp["python_path"]) if stamp.get("build") == "adopted" else env.python_path
+
+
+def built_requirements(env):
+    """The requirements file `env` was built from, or None (not built, or adopted)."""
+    stamp = read_stamp(env) or {}
+    return catalog.REQUIREMENTS_DIR / stamp["requirements"] if stamp.get("build") in ("cpu", "gpu") else None
 
 
 def built_for_gpu(env):
-    """True if `env` was built from its GPU requirements, False if from the CPU ones, None if not built."""
-    try:
-        return json.loads((env.path / STAMP).read_text())["build"] == "gpu"
-    except (OSError, ValueError, KeyError):
-        return None
+    """True if `env` was built as a GPU build, False if as a CPU build, None if it was not built (or is adopted)."""
+    stamp = read_stamp(env) or {}
+    return {"gpu": True, "cpu": False}.get(stamp.get("build"))
 
 
 def kernel_spec_path(env):
@@ -81,39 +125,57 @@ def kernel_spec_path(env):
     return catalog.JUPYTER_DIR / "kernels" / env.kernel_name / "kernel.json"
 
 
-def is_ready(env, gpu=None):
-    """True when `env` exists, matches its requirements file, and its kernel is registered.
+def is_ready(env, requirements=None):
+    """True when `env` can run notebooks: adopted, or built from `requirements` (any file when None) as it is now."""
+    stamp = read_stamp(env)
+    if stamp is None or not kernel_spec_path(env).exists():
+        return False
+    if stamp.get("build") == "adopted":
+        return interpreter(env).exists()
+    built = built_requirements(env)
+    if built is None or not built.exists() or (requirements is not None and Path(requirements).name != built.name):
+        return False
+    return env.python_path.exists() and stamp.get("requirements_sha256") == hashlib.sha256(recipe(env, built)).hexdigest()
 
-    gpu=None accepts whichever build is there; True or False asks for the GPU or the CPU build.
-    """
-    built_gpu = built_for_gpu(env)
-    if built_gpu is None or (gpu is not None and gpu != built_gpu):
-        return False
-    if not (env.python_path.exists() and kernel_spec_path(env).exists()):
-        return False
-    recorded = json.loads((env.path / STAMP).read_text())
-    return recorded.get("requirements_sha256") == hashlib.sha256(recipe(env, built_gpu)).hexdigest()
+
+def build_label(env):
+    """How `env` was made, for the kernel and every record: 'venv gpu envs/pytorch.txt', 'adopted /usr/bin/python3'."""
+    stamp = read_stamp(env) or {}
+    if stamp.get("build") == "adopted":
+        return "adopted " + stamp["python_path"]
+    if stamp.get("build") in ("cpu", "gpu"):
+        return "venv {} envs/{}".format(stamp["build"], stamp["requirements"])
+    return None
 
 
 def write_kernel_spec(env):
     """Register `env`'s interpreter as the Jupyter kernel rosetta-<name> in .jupyter/."""
     spec = {
         # log level ERROR: the kernel's own start-up chatter (e.g. the plain-TCP notice) stays out of run logs
-        "argv": [str(env.python_path), "-m", "ipykernel_launcher", "-f", "{connection_file}",
+        "argv": [str(interpreter(env)), "-m", "ipykernel_launcher", "-f", "{connection_file}",
                  "--IPKernelApp.log_level=ERROR"],
         "display_name": env.display_name,
         "language": "python",
         "metadata": {"debugger": False},
     }
-    environ = dict(env.kernel_env)
-    if env.library_aliases:  # the aliases' folder, then extracted Debian libraries, then what the setup saw
-        folders = [str(path) for path in library_folders(env)] + [os.environ.get("LD_LIBRARY_PATH", "")]
-        environ["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, folders))
-    if environ:
-        spec["env"] = environ
+    spec["env"] = kernel_environment(env)
     path = kernel_spec_path(env)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(spec, indent=1) + "\n")
+
+
+def kernel_environment(env):
+    """The variables a kernel (or probe) of `env` runs with: how it was built, and what it needs to find."""
+    environ = dict(env.kernel_env)
+    label = build_label(env)
+    if label:
+        environ[BUILD_VARIABLE] = label
+    if is_adopted(env):  # no .pth file in someone else's interpreter: the repository goes on PYTHONPATH
+        environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(catalog.REPO), os.environ.get("PYTHONPATH", "")]))
+    if env.library_aliases:  # the aliases' folder, then extracted Debian libraries, then what the setup saw
+        folders = [str(path) for path in library_folders(env)] + [os.environ.get("LD_LIBRARY_PATH", "")]
+        environ["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, folders))
+    return environ
 
 
 def jupyter_path_env(environ=None):
@@ -129,36 +191,62 @@ def use_project_kernels():
     os.environ["JUPYTER_PATH"] = jupyter_path_env()["JUPYTER_PATH"]
 
 
-def ensure(env, gpu=None, say=print, heartbeat=20.0):
-    """Build `env` unless it is ready; print progress while pip works. Raise SetupError on failure.
+def wheel_source(wheels=None):
+    """pip's options for where packages come from: a folder of wheels (--wheels or $ROSETTA_WHEELS) and no index."""
+    wheels = wheels or os.environ.get(WHEELS_VARIABLE)
+    if not wheels:
+        return []
+    if not Path(wheels).is_dir():
+        raise SetupError("the wheel folder {} does not exist".format(wheels))
+    return ["--no-index", "--find-links", str(Path(wheels).resolve())]
 
-    gpu=True builds from envs/<name>-gpu.txt where that exists; None keeps whichever build is there
-    and builds the CPU one when there is none.
+
+def check_venv_support(python):
+    """Raise SetupError, naming the one command that fixes it, where `python` cannot create virtual environments."""
+    out = subprocess.run([str(python), "-c", "import ensurepip, venv"], capture_output=True, text=True, timeout=60)
+    if out.returncode == 0:
+        return
+    version = python_version(python).rsplit(".", 1)[0]
+    raise SetupError("Python {} at {} cannot create virtual environments (no ensurepip module); on Debian and Ubuntu "
+                     "add it with `sudo apt-get install python{}-venv`, or adopt an interpreter that has the framework "
+                     "with `python3 run_all.py setup ENV --python PATH`".format(version, python, version))
+
+
+def ensure(env, requirements=None, say=print, heartbeat=20.0, wheels=None):
+    """Build `env` from `requirements` unless it is ready; print progress while pip works. Raise SetupError on failure.
+
+    requirements=None keeps whichever build (or adoption) is there and builds the CPU one when there is none.
+    Returns True when it built something.
     """
-    if is_ready(env, gpu):
+    if is_ready(env, requirements):
         write_kernel_spec(env)  # cheap, and keeps the spec current when this code changes it
-        say("[setup] {}: ready ({})".format(env.name, env.path.relative_to(catalog.REPO)))
+        what = "adopted {}".format(interpreter(env)) if is_adopted(env) else env.path.relative_to(catalog.REPO)
+        say("[setup] {}: ready ({})".format(env.name, what))
         return False
+    requirements = Path(requirements) if requirements is not None else env.requirements
     python = find_python(env.python)
     if python is None:
         raise PythonMissing("needs Python {}: none found on PATH, under pyenv or conda (or set {} to one)".format(
             env.python, python_variable(env.python)))
-    gpu = bool(gpu)
-    requirements = env.requirements_for(gpu)
     if not requirements.exists():
         raise SetupError("environment {} has no requirements file {}".format(env.name, requirements))
-    stamp = stamp_for(env, python, gpu)
+    source = wheel_source(wheels)
+    check_venv_support(python)
+    stamp = {"build": "gpu" if requirements in env.gpu_requirements else "cpu", "requirements": requirements.name,
+             "requirements_sha256": hashlib.sha256(recipe(env, requirements)).hexdigest(),
+             "python": python_version(python)}
     if env.path.exists():
-        say("[setup] {}: requirements changed or build incomplete; rebuilding".format(env.name))
+        say("[setup] {}: requirements changed, another build asked for, or build incomplete; rebuilding".format(env.name))
         shutil.rmtree(str(env.path))
     log_path = catalog.ENVS_DIR / (env.name + ".log")
     catalog.ENVS_DIR.mkdir(exist_ok=True)
-    say("[setup] {}: creating with Python {} from {} (log: {})".format(
-        env.name, stamp["python"], requirements.relative_to(catalog.REPO), log_path.relative_to(catalog.REPO)))
+    say("[setup] {}: creating with Python {} from {}{} (log: {})".format(
+        env.name, stamp["python"], requirements.relative_to(catalog.REPO), " and the wheels in {}".format(source[-1])
+        if source else "", log_path.relative_to(catalog.REPO)))
     started = time.time()
     with open(str(log_path), "w") as log:
         _run_logged([python, "-m", "venv", str(env.path)], log, env, say, heartbeat)
-        pip = [str(env.python_path), "-m", "pip", "install", "--progress-bar", "off"]
+        pip = [str(env.python_path), "-m", "pip", "install", "--progress-bar", "off"] + source
         if env.build_requirements:  # build tools pinned first, then used as they are to build the packages
             _run_logged(pip + ["-r", str(env.build_requirements)], log, env, say, heartbeat)
             pip.append("--no-build-isolation")
@@ -169,10 +257,141 @@ def ensure(env, gpu=None, say=print, heartbeat=20.0):
                           capture_output=True, text=True, check=True).stdout.strip()
     with open(os.path.join(site, PTH_FILE), "w") as f:
         f.write(str(catalog.REPO) + "\n")
+    write_stamp(env, stamp)
     write_kernel_spec(env)
-    (env.path / STAMP).write_text(json.dumps(stamp, indent=1) + "\n")
     say("[setup] {}: done in {:.0f} s, {}".format(env.name, time.time() - started, _size(env.path)))
     return True
+
+
+def pins(requirements):
+    """{distribution name: pinned version} of a requirements file (extras dropped: jax[cuda12]==0.10.2 -> jax)."""
+    found = {}
+    for line in Path(requirements).read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if "==" in line and not line.startswith("-"):
+            name, version = line.split("==", 1)
+            found[name.split("[")[0].strip()] = version.strip()
+    return found
+
+
+_VERSIONS_SCRIPT = """
+import json, sys
+try:
+    from importlib.metadata import version, PackageNotFoundError
+except ImportError:  # Python 3.6 and 3.7
+    import pkg_resources
+    def version(name):
+        return pkg_resources.get_distribution(name).version
+    PackageNotFoundError = pkg_resources.DistributionNotFound
+found = {}
+for name in sys.argv[1:]:
+    try:
+        found[name] = version(name)
+    except PackageNotFoundError:
+        found[name] = None
+print(json.dumps(found))
+"""
+
+
+def installed_versions(python, names):
+    """{name: installed version or None} of the distributions `names` in interpreter `python`."""
+    out = subprocess.run([str(python), "-c", _VERSIONS_SCRIPT] + list(names), capture_output=True, text=True,
+                         timeout=120)
+    if out.returncode != 0:
+        raise SetupError("could not list the packages of {}: {}".format(python, (out.stderr.strip().splitlines() or [""])[-1]))
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def probe(env, python=None, timeout=600):
+    """Ask `env`'s framework, in its own interpreter, whether it computes on the GPU (frameworks/probe.py).
+
+    Returns {"framework", "version", "gpus", "gpu_ok", "error"}; for the runner, whether papermill and the
+    report's packages import.
+    """
+    python = str(python or interpreter(env))
+    environ = dict(os.environ, **kernel_environment(env))
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(catalog.REPO), environ.get("PYTHONPATH", "")]))
+    if env.framework_module is None:
+        command = [python, "-c", RUNNER_IMPORTS]
+    else:
+        command = [python, "-m", "frameworks.probe", env.framework_module]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=str(catalog.REPO), env=environ)
+    except subprocess.TimeoutExpired:
+        return {"gpu_ok": False, "error": "the probe took more than {} s".format(timeout), "gpus": []}
+    if env.framework_module is None:
+        error = None if out.returncode == 0 else (out.stderr.strip().splitlines() or ["exit {}".format(out.returncode)])[-1]
+        return {"framework": "runner", "imports_ok": error is None, "gpu_ok": False, "gpus": [], "error": error}
+    for line in out.stdout.splitlines():
+        if line.startswith(PROBE_PREFIX):
+            return json.loads(line[len(PROBE_PREFIX):])
+    last = (out.stderr.strip().splitlines() or ["exit status {}".format(out.returncode)])[-1]
+    return {"gpu_ok": False, "gpus": [], "error": "the probe did not answer: " + last}
+
+
+def imports_ok(answer):
+    """True when a probe's answer says the framework (or the runner's packages) imported."""
+    return answer.get("version") is not None or bool(answer.get("imports_ok"))
+
+
+def adopt(env, python, requirements=None, say=print, install_missing=False, wheels=None):
+    """Register an existing interpreter as `env` (kernel rosetta-<name>) instead of building a virtual environment.
+
+    Checks that it runs, that the framework imports (the probe, which also says whether it computes on the
+    GPU), and that ipykernel is there; prints the versions found beside the pinned ones. Installs nothing
+    unless `install_missing`, which adds the missing pinned packages (from `wheels` where given). Returns the stamp.
+    """
+    python = Path(python).expanduser()
+    python = python if python.is_absolute() else Path(os.path.abspath(str(python)))
+    version = python_version(python)
+    if env.python and not version.startswith(env.python + "."):
+        raise SetupError("{} needs Python {}; {} is Python {}".format(env.name, env.python, python, version))
+    requirements = Path(requirements or env.requirements)
+    pinned = pins(requirements)
+    pinned.setdefault("ipykernel", pins(env.requirements).get("ipykernel", ""))
+    found = installed_versions(python, pinned)
+    missing = [name for name in pinned if found[name] is None]
+    if missing and install_missing:
+        say("[setup] {}: installing into {}: {}".format(env.name, python, ", ".join(missing)))
+        command = [str(python), "-m", "pip", "install", "--progress-bar", "off"] + wheel_source(wheels) + [
+            "{}=={}".format(name, pinned[name]) for name in missing]
+        out = subprocess.run(command, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SetupError("`{}` failed: {}".format(" ".join(command[:4] + ["..."]),
+                                                       (out.stderr.strip().splitlines() or [""])[-1]))
+        found = installed_versions(python, pinned)
+        missing = [name for name in pinned if found[name] is None]
+    say("[setup] {}: adopting {} (Python {}); packages found beside the pins of {}:".format(
+        env.name, python, version, requirements.relative_to(catalog.REPO)))
+    for name in pinned:
+        say("    {:24s} {:20s} pinned {}".format(name, found[name] or "-", pinned[name]))
+    answer = probe(env, python)
+    if not imports_ok(answer):
+        raise SetupError("{} cannot serve as {}: {}".format(python, env.name, answer.get("error")))
+    if found.get("ipykernel") is None:
+        raise SetupError("{} lacks ipykernel, which a Jupyter kernel needs: add it with `{} -m pip install "
+                         "ipykernel=={}`, or rerun with --install-missing".format(python, python, pinned["ipykernel"]))
+    if missing:
+        say("[setup] {}: missing {}; `{} -m pip install {}` adds them (or rerun with --install-missing)".format(
+            env.name, ", ".join(missing), python, " ".join("{}=={}".format(n, pinned[n]) for n in missing)))
+    stamp = {"build": "adopted", "python_path": str(python), "python": version, "requirements": requirements.name,
+             "versions": found, "probe": answer}
+    if env.path.exists() and not is_adopted(env):
+        say("[setup] {}: replacing the virtual environment {}".format(env.name, env.path.relative_to(catalog.REPO)))
+        shutil.rmtree(str(env.path))
+    write_stamp(env, stamp)
+    write_kernel_spec(env)
+    say("[setup] {}: adopted; kernel {} runs {}".format(env.name, env.kernel_name, python))
+    return stamp
+
+
+def missing_packages(env, packages):
+    """Those of `packages` that an adopted `env` lacks (a built environment has all its pins)."""
+    stamp = read_stamp(env) or {}
+    if stamp.get("build") != "adopted":
+        return []
+    versions = stamp.get("versions") or {}
+    return [name for name in packages if not versions.get(name)]
 
 
 LIBRARY_ALIASES_DIR = "library-aliases"  # in the environment: links named as the framework wants them
@@ -187,7 +406,11 @@ def library_folders(env):
 
 
 def system_library(name):
-    """The path of shared library `name` as the system's loader cache (`ldconfig -p`) knows it, else None."""
+    """Where the system has shared library `name`: in a folder of LD_LIBRARY_PATH, else in the loader's cache
+    (`ldconfig -p`); None where it has none."""
+    for folder in filter(None, os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)):
+        if os.path.exists(os.path.join(folder, name)):
+            return os.path.join(folder, name)
     try:
         out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.SubprocessError):
@@ -282,12 +505,6 @@ def _size(path):
             except OSError:
                 pass
     return "{:.1f} GB".format(total / 1e9) if total > 1e9 else "{:.0f} MB".format(total / 1e6)
-
-
-def status_line(env):
-    """One line saying whether `env` is ready, for `run_all.py list`."""
-    build = {True: "GPU build", False: "CPU build", None: ""}[built_for_gpu(env)]
-    return "{:10s} {:8s} {}".format(env.name, "ready" if is_ready(env) else "missing", build)
 
 
 def find_browser():

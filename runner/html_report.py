@@ -65,7 +65,7 @@ def _task_table(task, rows, links, checks=None):
         if links.get(r["notebook"]):
             name = '<a href="{}">{}</a>'.format(_e(links[r["notebook"]]), name)
         status = '<span class="{}">{}</span>'.format("" if r["status"] == "ok" else "bad", _e(report.status_text(r)))
-        cells = [name, _e(r["framework_version"]), _e(r["device"])]
+        cells = [name, _e(report.version_text(r)), _e(report.device_text(r))]
         if task == "inference":
             spread = "" if r["s_per_1000_images_min"] is None else "{} - {}".format(
                 report.number(r["s_per_1000_images_min"], 2), report.number(r["s_per_1000_images_max"], 2))
@@ -86,12 +86,13 @@ def _task_table(task, rows, links, checks=None):
         lines.append("<tr>" + "".join('<td class="num">{}</td>'.format(c) if i in numeric else "<td>{}</td>".format(c)
                                       for i, c in enumerate(cells)) + "</tr>")
     lines.append("</table>")
+    lines += ['<p class="note">{}</p>'.format(_e(note)) for note in report.row_notes(rows)]
     return "\n".join(lines)
 
 
 def _environment_table(records):
     head = ["Framework", "Framework version", "Backend", "Python", "numpy", "Device", "GPUs", "CUDA", "cuDNN",
-            "Threads", "CPU", "OS"]
+            "Precision", "Threads", "CPU", "OS", "Built"]
     seen, lines = set(), ["<table><tr>" + "".join("<th>{}</th>".format(h) for h in head) + "</tr>"]
     for record in records:
         env = record.get("environment") or {}
@@ -102,7 +103,8 @@ def _environment_table(records):
         backend = env.get("backend") and "{} {}".format(env.get("backend"), env.get("backend_version"))
         cells = [report.label(report.row(record)), env.get("framework_version"), backend, env.get("python"),
                  env.get("numpy"), env.get("device"), ", ".join(env.get("gpus") or []) or "none", env.get("cuda"),
-                 env.get("cudnn"), env.get("threads"), env.get("cpu"), env.get("os")]
+                 env.get("cudnn"), env.get("precision"), env.get("threads"), env.get("cpu"), env.get("os"),
+                 env.get("build")]
         lines.append("<tr>" + "".join("<td>{}</td>".format(_e(c)) for c in cells) + "</tr>")
     lines.append("</table>")
     return "\n".join(lines)
@@ -123,6 +125,7 @@ def run_page(run_dir, records, links):
             body += ["<h2>{}</h2>".format(_e(heading)), _task_table(task, task_rows, links, checks)]
     body.append('<p class="note">{}</p>'.format(_e(report.ACCURACY_NOTE)))
     body.append('<p class="note">{}</p>'.format(_e(report.FLOPS_NOTE)))
+    body.append('<p class="note">{} {}</p>'.format(_e(report.PRECISION_NOTE), _e(report.HOST_TO_DEVICE_NOTE)))
     if checks:
         body.append('<p class="note">{}</p>'.format(_e(report.EQUIVALENCE_NOTE)))
     body += ["<h2>Environment</h2>", _environment_table(records),

@@ -13,7 +13,7 @@ CSV_COLUMNS = (
     "framework_version", "threads", "compile_s", "train_s", "first_epoch_s", "epoch_s_median", "accuracy",
     "s_per_1000_images", "s_per_1000_images_min", "s_per_1000_images_max", "images_per_s", "warmup_s",
     "duration_s", "notebook", "gflop_per_s", "peak_gflop_per_s", "utilisation", "num_classes", "test_samples",
-    "same_as_pytorch", "accuracy_flag",
+    "same_as_pytorch", "accuracy_flag", "precision", "gpu_unused", "build", "peak_estimated",
 )
 
 
@@ -58,13 +58,24 @@ def throughput(record):
             achieved = flops.training_flops(record["task"], params) * samples / timings["epoch_s"]["median"]
     except KeyError:  # a record without the hyperparameters the count needs
         achieved = None
-    gpu = environment.gpu_used(env)
-    if gpu:
-        peaks = flops.gpu_peak_tflops(gpu)
-        peak = peaks["fp32"] * 1000 if peaks else None
-    else:
-        peak = flops.cpu_peak_gflops(env.get("threads") or env.get("cpu_count"), env.get("cpu_mhz"), env.get("cpu_simd"))
+    peak, _ = device_peak(env)
     return (None if achieved is None else achieved / 1e9), peak
+
+
+def device_peak(env):
+    """(fp32 peak GFLOP/s of the device a record ran on, estimated?): the GPU's row in common/flops.py, else an
+    estimate from the multiprocessors and clock its driver reported; for a CPU run, the CPU estimate."""
+    gpu = environment.gpu_used(env)
+    if not gpu:
+        cores = env.get("threads") or env.get("cpu_count")
+        return flops.cpu_peak_gflops(cores, env.get("cpu_mhz"), env.get("cpu_simd")), False
+    peaks = flops.gpu_peak_tflops(gpu)
+    if peaks:
+        return peaks["fp32"] * 1000, False
+    details = (env.get("gpu_details") or [{}])[0]
+    estimate = flops.gpu_peak_estimate(details.get("compute_capability"), details.get("multiprocessors"),
+                                       details.get("max_clock_mhz"))
+    return (None, False) if estimate is None else (estimate * 1000, True)
 
 
 def row(record):
@@ -75,6 +86,10 @@ def row(record):
     per_1000 = timings.get("s_per_1000_images") or {}
     gflops, peak = throughput(record) if record["status"] == "ok" else (None, None)
     return {
+        "precision": env.get("precision"),
+        "gpu_unused": env.get("gpu_unused"),
+        "build": env.get("build"),
+        "peak_estimated": device_peak(env)[1] if peak else None,
         "framework": record["framework"],
         "variant": record.get("variant"),
         "task": record["task"],
@@ -125,8 +140,41 @@ def number(value, digits=1):
 
 
 def status_text(r):
-    """'ok', or the status with the first line of the error ('|' made safe for Markdown tables)."""
-    return "ok" if r["status"] == "ok" else "{}: {}".format(r["status"], (r["error"] or "").replace("|", "/"))
+    """'ok', or the status with the first line of the error ('|' made safe for Markdown tables).
+
+    An error that starts with its status ('unavailable on this GPU: ...') is shown as it is."""
+    if r["status"] == "ok":
+        return "ok"
+    error = (r["error"] or "").replace("|", "/")
+    return error if error.startswith(r["status"]) else "{}: {}".format(r["status"], error)
+
+
+def device_text(r):
+    """The Device cell: the framework's device name, its float32 precision on a GPU ('cuda:0 tf32'), and
+    'GPU not used' for a CPU run on a machine whose GPU the framework could not use (the notes say why)."""
+    text = r["device"] or ""
+    if r["precision"] and r["precision"] != "fp32":
+        text += " " + r["precision"]
+    if r["gpu_unused"]:
+        text += " (GPU not used)"
+    return text
+
+
+def version_text(r):
+    """The Version cell: the framework's version, marked where it ran on an adopted interpreter."""
+    adopted = (r["build"] or "").startswith("adopted")
+    return (r["framework_version"] or "") + (" (adopted)" if adopted else "")
+
+
+def row_notes(rows):
+    """Lines naming what a row's cells cannot hold: why a GPU went unused, which interpreter was adopted."""
+    notes = []
+    for r in rows:
+        if r["gpu_unused"]:
+            notes.append("{}: {}.".format(label(r), r["gpu_unused"]))
+        if (r["build"] or "").startswith("adopted"):
+            notes.append("{}: ran on an {} interpreter, with the versions it has.".format(label(r), r["build"]))
+    return notes
 
 
 FULL_TEST_SAMPLES = {"cnn": 10000, "rnn": 25000}  # the whole test splits, when a profile uses them all
@@ -163,14 +211,24 @@ def accuracy_text(r, task_rows):
 FLOPS_NOTE = ("GFLOP/s: analytic FLOPs (common/flops.py: convolutions, dense layers and GRU products; a training "
               "step counted as three forward passes; ResNet-50 v1 or v1.5 as the row's model) over the median "
               "epoch, or per image for inference. Util.: that over the device's fp32 peak: the vendor's figure for "
-              "a listed GPU (runs that use TF32 or fp16 tensor cores can pass 100%), or for a CPU an estimate, "
+              "a listed GPU (runs that use TF32 or fp16 tensor cores can pass 100%), for another GPU an estimate "
+              "(marked *: multiprocessors x fp32 units x 2 x the clock its driver reports), or for a CPU an estimate, "
               "cores x clock x FLOPs per cycle of its vector unit, with the clock the system reports (a CPU that "
               "boosts above it can pass 100%).")
 
 
 def utilisation_text(r):
-    """The utilisation cell, e.g. '12%', or '' when the achieved rate or the peak is unknown."""
-    return "" if r["utilisation"] is None else "{:.0f}%".format(100 * r["utilisation"])
+    """The utilisation cell, e.g. '12%' ('12%*' against an estimated GPU peak), or '' when either is unknown."""
+    if r["utilisation"] is None:
+        return ""
+    return "{:.0f}%{}".format(100 * r["utilisation"], "*" if r["peak_estimated"] else "")
+
+
+PRECISION_NOTE = ("Precision: float32 everywhere. On GPUs with TF32 tensor cores (compute capability 8.0 and newer) "
+                  "every framework is set to allow TF32 for float32 matrix products and convolutions, as TensorFlow and "
+                  "JAX do by default (frameworks/<name>.py, set_precision); such rows say tf32 beside their device.")
+HOST_TO_DEVICE_NOTE = ("Inference: every framework's timed loop starts from batches in host memory (NumPy) and "
+                       "includes their copy to the device.")
 
 
 EQUIVALENCE_NOTE = ("Same as PyTorch: from one shared weight file, does the notebook compute PyTorch's logits and "
@@ -203,7 +261,7 @@ def markdown(records, title="Results", checks=None):
     profiles = sorted({r["profile"] for r in rows})
     hardware = sorted({r["hardware"] for r in rows if r["hardware"]})
     lines.append("Profile: {}. Hardware: {}.".format(", ".join(profiles) or "-", "; ".join(hardware) or "-"))
-    lines += ["", TIMING_NOTE, "", ACCURACY_NOTE, "", FLOPS_NOTE]
+    lines += ["", TIMING_NOTE, "", ACCURACY_NOTE, "", FLOPS_NOTE, "", PRECISION_NOTE, "", HOST_TO_DEVICE_NOTE]
     if checks:
         lines += ["", EQUIVALENCE_NOTE]
     for task, heading in catalog.TASK_TITLES.items():
@@ -219,7 +277,7 @@ def markdown(records, title="Results", checks=None):
                 spread = "" if r["s_per_1000_images_min"] is None else "{} - {}".format(
                     number(r["s_per_1000_images_min"], 2), number(r["s_per_1000_images_max"], 2))
                 lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-                    label(r), r["framework_version"] or "", r["device"] or "", r["model"] or "", r["weights"] or "",
+                    label(r), version_text(r), device_text(r), r["model"] or "", r["weights"] or "",
                     number(r["s_per_1000_images"], 2), spread, number(r["images_per_s"]), number(r["gflop_per_s"]),
                     utilisation_text(r), status_text(r)) + (" {} |".format(same_as_pytorch(r, checks)) if checks else ""))
         else:
@@ -229,11 +287,14 @@ def markdown(records, title="Results", checks=None):
                       "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|" + ("---|" if checks else "")]
             for r in task_rows:
                 lines.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-                    label(r), r["framework_version"] or "", r["device"] or "", r["data"] or "",
+                    label(r), version_text(r), device_text(r), r["data"] or "",
                     number(r["train_s"]), number(r["first_epoch_s"]), number(r["epoch_s_median"]),
                     (number(r["compile_s"], 2) or "-") if r["status"] == "ok" else "", number(r["gflop_per_s"]),
                     utilisation_text(r), accuracy_text(r, task_rows), status_text(r))
                     + (" {} |".format(same_as_pytorch(r, checks)) if checks else ""))
+        notes = row_notes(task_rows)
+        if notes:
+            lines += [""] + ["- " + note for note in notes]
     return "\n".join(lines) + "\n"
 
 

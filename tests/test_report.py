@@ -134,3 +134,42 @@ def test_throughput_counts_an_epochs_flops_against_the_device_peak():
     assert report.throughput(record)[1] == 67000.0
     record["environment"].update(gpus=["Some Future GPU"])
     assert report.throughput(record)[1] is None and report.utilisation_text(report.row(record)) == ""
+
+
+def gpu_record(framework, device, gpu_name, details=None, precision="tf32", **metrics):
+    """A finished inference record of a GPU run, as a framework module writes it."""
+    record = ok_record(framework, "inference", s_per_1000_images=metrics.pop("s", 1.0), images_per_s=1000.0)
+    record["device"] = device
+    record["params"] = {"image_size": 224}
+    record["model"] = "ResNet-50 v1.5, torchvision"
+    record["environment"].update(device=device, gpus=[gpu_name], gpu_count=1, precision=precision,
+                                 gpu_details=details or [])
+    return record
+
+
+def test_gpu_rows_name_their_gpu_precision_and_peak_for_every_framework_spelling():
+    h100 = report.row(gpu_record("TensorFlow", "/GPU:0", "NVIDIA H100 80GB HBM3"))
+    assert h100["hardware"] == "NVIDIA H100 80GB HBM3 x1"  # not the CPU: TensorFlow's /GPU:0 is a GPU run
+    assert h100["peak_gflop_per_s"] == 67000.0 and not h100["peak_estimated"]
+    assert report.device_text(h100) == "/GPU:0 tf32"
+    a10g = report.row(gpu_record("MXNet", "gpu(0)", "NVIDIA A10G", precision="tf32", details=[
+        {"name": "NVIDIA A10G", "compute_capability": "8.6", "multiprocessors": 80, "max_clock_mhz": 1710.0}]))
+    assert a10g["peak_gflop_per_s"] == pytest.approx(35020.8) and a10g["peak_estimated"]
+    assert report.utilisation_text(a10g).endswith("%*")
+    t4 = report.row(gpu_record("Chainer", "@cupy:0", "Tesla T4", precision="fp32"))
+    assert report.device_text(t4) == "@cupy:0" and t4["peak_gflop_per_s"] == 8100.0
+
+
+def test_rows_that_could_not_use_the_gpu_say_why():
+    unusable = ok_record("JAX", "cnn", train_s=1.0, accuracy=0.9)
+    unusable["environment"]["gpu_unused"] = "JAX could not use this machine's NVIDIA H100 80GB HBM3: no CUDA plugin"
+    unavailable = results.failure_record("MXNet", "cnn", "quick", "unavailable", "unavailable on this GPU: "
+                                         "mxnet-gpu.txt (CUDA 11.2): this NVIDIA H100 80GB HBM3 is compute capability 9.0")
+    adopted = ok_record("PyTorch", "cnn", train_s=1.0, accuracy=0.9)
+    adopted["environment"].update(build="adopted /usr/bin/python3.12", framework_version="2.11.0+cu130")
+    text = report.markdown([adopted, unusable, unavailable])
+    assert "| JAX | 1.0 | cpu (GPU not used) |" in text
+    assert "- JAX: JAX could not use this machine's NVIDIA H100 80GB HBM3: no CUDA plugin." in text
+    assert "| unavailable on this GPU: mxnet-gpu.txt (CUDA 11.2): this NVIDIA H100" in text  # said once, not twice
+    assert "| PyTorch | 2.11.0+cu130 (adopted) |" in text
+    assert "every framework's timed loop starts from batches in host memory" in text

@@ -77,6 +77,9 @@ def test_report_rebuilds_from_a_results_folder(fixture_catalog, tmp_path, capsys
     (["--timeout", "0"], "--timeout must be positive"),
     (["setup", "theano"], "unknown environment theano"),
     (["setup", "--gpu", "--cpu"], "--gpu and --cpu exclude each other"),
+    (["--gpu", "--cpu"], "--gpu and --cpu exclude each other"),
+    (["setup", "--wheels", "/nonexistent/wheels"], "--wheels: no such folder"),
+    (["--device", "tpu"], "invalid choice: 'tpu'"),
     (["report", "/nonexistent/run"], "no such results folder"),
     (["--frobnicate"], "unrecognized arguments"),
 ])
@@ -94,7 +97,7 @@ def test_missing_environment_with_no_setup_is_exit_2(monkeypatch, tmp_path, caps
 
 
 def test_an_environment_that_cannot_be_built_gives_unavailable_rows(monkeypatch, tmp_path, capsys):
-    def refuse(env, gpu=None, say=print):
+    def refuse(env, requirements=None, say=print, wheels=None):
         raise environments.SetupError("environment pytorch needs Python 3.99, which was not found")
 
     monkeypatch.setattr(environments, "ensure", refuse)
@@ -153,25 +156,36 @@ def test_data_sources_match_common():
 
 
 def test_an_environment_remembers_its_build(tmp_path, monkeypatch):
-    """is_ready: a GPU build is kept by a plain run, replaced when the CPU build is asked for, rebuilt on new pins."""
+    """is_ready: any build serves when none is asked for; another requirements file or new pins mean a rebuild."""
     monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
     monkeypatch.setattr(catalog, "JUPYTER_DIR", tmp_path / "jupyter")
     monkeypatch.setattr(catalog, "REQUIREMENTS_DIR", tmp_path)
     (tmp_path / "demo.txt").write_text("numpy==2.4.6\n")
     (tmp_path / "demo-gpu.txt").write_text("numpy==2.4.6\ncupy==14\n")
-    env = catalog.Environment("demo", "Demo")
-    assert env.requirements_for(True).name == "demo-gpu.txt" and not environments.is_ready(env)
+    env = catalog.Environment("demo", "Demo", gpu_builds=("demo-gpu.txt",))
+    assert env.gpu_requirements == (tmp_path / "demo-gpu.txt",) and not environments.is_ready(env)
     env.python_path.parent.mkdir(parents=True)
     env.python_path.write_text("")
+    environments.write_stamp(env, {"build": "gpu", "python": "3.11.7", "requirements": "demo-gpu.txt",
+                                   "requirements_sha256": __import__("hashlib").sha256(
+                                       b"numpy==2.4.6\ncupy==14\n").hexdigest()})
     environments.write_kernel_spec(env)
-    stamp = {"build": "gpu", "python": "3.11.7", "requirements_sha256": __import__("hashlib").sha256(
-        b"numpy==2.4.6\ncupy==14\n").hexdigest()}
-    (env.path / environments.STAMP).write_text(json.dumps(stamp))
-    assert environments.is_ready(env) and environments.is_ready(env, gpu=True)
-    assert not environments.is_ready(env, gpu=False)
-    assert environments.built_for_gpu(env) is True
+    assert environments.is_ready(env) and environments.is_ready(env, tmp_path / "demo-gpu.txt")
+    assert not environments.is_ready(env, env.requirements)
+    assert environments.built_for_gpu(env) is True and environments.build_label(env) == "venv gpu envs/demo-gpu.txt"
+    spec = json.loads(environments.kernel_spec_path(env).read_text())
+    assert spec["env"]["ROSETTA_BUILD"] == "venv gpu envs/demo-gpu.txt"  # every record says how it was built
     (tmp_path / "demo-gpu.txt").write_text("numpy==2.4.6\ncupy==15\n")
     assert not environments.is_ready(env)
+
+
+def test_a_stamp_from_before_gpu_choices_still_reads(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    monkeypatch.setattr(catalog, "REQUIREMENTS_DIR", tmp_path)
+    (tmp_path / "demo-gpu.txt").write_text("cupy==14\n")
+    env = catalog.Environment("demo", "Demo", gpu_builds=("demo-gpu.txt",))
+    environments.write_stamp(env, {"build": "gpu", "python": "3.11.7", "requirements_sha256": "0"})
+    assert environments.built_requirements(env) == tmp_path / "demo-gpu.txt"
 
 
 def test_everything_after_test_goes_to_pytest():
@@ -198,7 +212,7 @@ def test_a_missing_python_is_named_and_can_be_given_explicitly(tmp_path, monkeyp
 
 def test_the_tests_go_on_without_an_environment_whose_python_is_missing(monkeypatch):
     missing = {"cntk": environments.PythonMissing("needs Python 3.6: none found")}
-    monkeypatch.setattr(cli, "build_environments", lambda names, gpu=None: missing)
+    monkeypatch.setattr(cli, "build_environments", lambda names, machine, **options: (missing, {}))
     monkeypatch.setattr(environments, "ensure_browser", lambda: "/usr/bin/chromium")
     monkeypatch.setattr(cli.os, "chdir", lambda path: None)
     started = []
