@@ -44,6 +44,7 @@ class Environment:
     # stating in its `# gpu-...:` lines what its wheels need (runner/compatibility.py reads them)
     gpu_builds: tuple[str, ...] = ()
     framework_module: Optional[str] = None  # frameworks/<module>.py, whose probe() checks the environment
+    test_packages: tuple[str, ...] = ()  # pinned for the tests only: an adopted interpreter may go without them
 
     @property
     def path(self) -> Path:
@@ -131,7 +132,7 @@ class Job:
 ENVIRONMENTS: dict[str, Environment] = {
     env.name: env
     for env in (
-        Environment("runner", "Rosetta runner"),
+        Environment("runner", "Rosetta runner", test_packages=("pytest", "ruff", "playwright")),
         # PyTorch's Linux wheels are CUDA builds that also run on the CPU: pytorch.txt serves both
         Environment("pytorch", "Rosetta: PyTorch", gpu_builds=("pytorch.txt", "pytorch-cuda12.txt"),
                     framework_module="pytorch"),

@@ -169,10 +169,11 @@ class Plan:
 def plan(env, machine, device="auto", build=None, find_library=None):
     """Decide the build of `env`: build="cpu" or "gpu" forces one kind; None decides from the machine and `device`.
 
-    An adopted interpreter is kept as it is. Without a GPU (or with device="cpu") any ready build is kept,
-    else the CPU one is built. With a GPU, the first GPU build that fits it; none fitting: unavailable.
+    An adopted interpreter is kept as it is unless a kind of build is forced. Without a GPU (or with
+    device="cpu") any ready build is kept, else the CPU one is built. With a GPU, the first GPU build that
+    fits it; none fitting: unavailable.
     """
-    if environments.is_adopted(env):
+    if environments.is_adopted(env) and build is None:
         return Plan(env.name, None, gpu=bool(machine.gpus) and device != "cpu")
     if build == "cpu":
         return Plan(env.name, env.requirements)

@@ -126,12 +126,13 @@ def kernel_spec_path(env):
 
 
 def is_ready(env, requirements=None):
-    """True when `env` can run notebooks: adopted, or built from `requirements` (any file when None) as it is now."""
+    """True when `env` can run notebooks as it is: built from `requirements` and unchanged since, or, when no
+    requirements are asked for, built from any of its files or adopted."""
     stamp = read_stamp(env)
     if stamp is None or not kernel_spec_path(env).exists():
         return False
     if stamp.get("build") == "adopted":
-        return interpreter(env).exists()
+        return requirements is None and interpreter(env).exists()
     built = built_requirements(env)
     if built is None or not built.exists() or (requirements is not None and Path(requirements).name != built.name):
         return False
@@ -339,7 +340,8 @@ def adopt(env, python, requirements=None, say=print, install_missing=False, whee
 
     Checks that it runs, that the framework imports (the probe, which also says whether it computes on the
     GPU), and that ipykernel is there; prints the versions found beside the pinned ones. Installs nothing
-    unless `install_missing`, which adds the missing pinned packages (from `wheels` where given). Returns the stamp.
+    unless `install_missing`, which adds the missing pinned packages (from `wheels` where given), leaving out
+    those only the tests need. Returns the stamp.
     """
     python = Path(python).expanduser()
     python = python if python.is_absolute() else Path(os.path.abspath(str(python)))
@@ -350,7 +352,7 @@ def adopt(env, python, requirements=None, say=print, install_missing=False, whee
     pinned = pins(requirements)
     pinned.setdefault("ipykernel", pins(env.requirements).get("ipykernel", ""))
     found = installed_versions(python, pinned)
-    missing = [name for name in pinned if found[name] is None]
+    missing = [name for name in pinned if found[name] is None and name not in env.test_packages]
     if missing and install_missing:
         say("[setup] {}: installing into {}: {}".format(env.name, python, ", ".join(missing)))
         command = [str(python), "-m", "pip", "install", "--progress-bar", "off"] + wheel_source(wheels) + [
@@ -360,11 +362,12 @@ def adopt(env, python, requirements=None, say=print, install_missing=False, whee
             raise SetupError("`{}` failed: {}".format(" ".join(command[:4] + ["..."]),
                                                        (out.stderr.strip().splitlines() or [""])[-1]))
         found = installed_versions(python, pinned)
-        missing = [name for name in pinned if found[name] is None]
+        missing = [name for name in pinned if found[name] is None and name not in env.test_packages]
     say("[setup] {}: adopting {} (Python {}); packages found beside the pins of {}:".format(
         env.name, python, version, requirements.relative_to(catalog.REPO)))
     for name in pinned:
-        say("    {:24s} {:20s} pinned {}".format(name, found[name] or "-", pinned[name]))
+        say("    {:24s} {:20s} pinned {}{}".format(name, found[name] or "-", pinned[name],
+                                                 " (for the tests only)" if name in env.test_packages else ""))
     answer = probe(env, python)
     if not imports_ok(answer):
         raise SetupError("{} cannot serve as {}: {}".format(python, env.name, answer.get("error")))

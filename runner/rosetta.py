@@ -19,8 +19,8 @@ from runner import catalog
 
 DOCS_DIR = catalog.REPO / "docs" / "rosetta"
 SECTION_TITLES = {
-    "parameters": "Parameters", "imports": "Imports", "setup": "Setup", "data": "Data", "model": "Model",
-    "training": "Training step and loop", "evaluation": "Evaluation", "inference": "Timed inference",
+    "title": "Introduction", "parameters": "Parameters", "imports": "Imports", "setup": "Setup", "data": "Data", "model": "Model",
+    "weights": "Shared weights", "training": "Training step and loop", "evaluation": "Evaluation", "inference": "Timed inference",
     "results": "Result record",
 }
 
@@ -128,7 +128,7 @@ def page(task):
             cells.append('<td class="{}" data-section="{}"><div class="prose">{}</div>{}</td>'.format(
                 column, tag, prose, code))
         rows.append('<tr><td class="section">{}</td>{}</tr>'.format(
-            html.escape(SECTION_TITLES.get(tag, "Introduction")), "".join(cells)))
+            html.escape(SECTION_TITLES[tag]), "".join(cells)))
     nav = " ".join('<a href="{}.html">{}</a>'.format(t, html.escape(catalog.TASK_TITLES[t])) for t in catalog.TASK_NOTEBOOK)
     return _PAGE.format(title=html.escape(catalog.TASK_TITLES[task]), pygments_css=formatter.get_style_defs(".highlight"),
                         nav=nav, checkboxes=checkboxes, headings=headings, rows="\n".join(rows))

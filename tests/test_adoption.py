@@ -11,7 +11,7 @@ from conftest import require_environment
 from fake_gpus import fake_nvidia_smi, use_nvidia_smi
 
 from common import hyperparams
-from runner import catalog, cli, environments, execution
+from runner import catalog, cli, compatibility, environments, execution
 
 # The built environments' interpreters, found before a test points the catalog at a scratch folder
 BUILT = {name: env.python_path for name, env in catalog.ENVIRONMENTS.items()}
@@ -43,6 +43,9 @@ def test_adopting_an_interpreter_runs_a_notebook_on_it_and_every_record_says_so(
     assert "    torch                    2.14.1" in out and "pinned 2.14.1" in out
     assert stamp["build"] == "adopted" and stamp["probe"]["version"].startswith("2.14.1")
     assert environments.is_ready(env) and environments.interpreter(env) == python
+    assert not environments.is_ready(env, env.requirements)  # `setup pytorch --cpu` would build a venv instead
+    assert compatibility.plan(env, compatibility.Machine([])).requirements is None  # a plain run keeps it
+    assert compatibility.plan(env, compatibility.Machine([]), build="cpu").requirements == env.requirements
     spec = json.loads(environments.kernel_spec_path(env).read_text())
     assert spec["argv"][0] == str(python)
     assert spec["env"]["ROSETTA_BUILD"] == "adopted {}".format(python)
@@ -74,6 +77,26 @@ def test_an_interpreter_without_ipykernel_gets_the_command_that_adds_it(scratch_
         environments.adopt(catalog.ENVIRONMENTS["pytorch"], python, say=lambda line: None)
     assert str(raised.value) == ("{0} lacks ipykernel, which a Jupyter kernel needs: add it with `{0} -m pip install "
                                  "ipykernel==7.4.0`, or rerun with --install-missing".format(python))
+
+
+def test_install_missing_adds_the_pinned_packages_from_a_folder_of_wheels(scratch_catalog, monkeypatch):
+    monkeypatch.setattr(catalog, "REQUIREMENTS_DIR", scratch_catalog)
+    monkeypatch.setattr(catalog, "REPO", scratch_catalog)
+    (scratch_catalog / "demo.txt").write_text("rosetta_offline_demo==1.0\nipykernel==9.9\nrosetta_test_tool==2.0\n")
+    wheels = scratch_catalog / "wheels"
+    wheels.mkdir()
+    for name, version in (("rosetta_offline_demo", "1.0"), ("ipykernel", "9.9")):  # no rosetta_test_tool wheel
+        _wheel(wheels, name, version)
+    venv = scratch_catalog / "existing"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    monkeypatch.setattr(environments, "probe", lambda env, python=None: {"framework": "runner", "imports_ok": True,
+                                                                         "gpus": [], "gpu_ok": False, "error": None})
+    env = catalog.Environment("demo", "Demo", test_packages=("rosetta_test_tool",))
+    lines = []
+    stamp = environments.adopt(env, venv / "bin" / "python", install_missing=True, wheels=str(wheels), say=lines.append)
+    assert stamp["versions"] == {"rosetta_offline_demo": "1.0", "ipykernel": "9.9", "rosetta_test_tool": None}
+    assert any(line.startswith("[setup] demo: installing into") and "rosetta_test_tool" not in line for line in lines)
+    assert any("rosetta_test_tool" in line and "(for the tests only)" in line for line in lines)
 
 
 def test_adopting_the_runner_makes_run_all_use_that_interpreter(scratch_catalog, monkeypatch):

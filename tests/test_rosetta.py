@@ -20,6 +20,18 @@ def test_page_shows_every_framework_and_section(task):
     assert "<script>" in page and 'class="highlight"' in page
 
 
+@pytest.mark.parametrize("task", list(catalog.TASK_NOTEBOOK))
+def test_every_section_found_in_the_notebooks_has_its_own_title(task):
+    """The row titles come from the tags the notebooks carry, so a tag without a title cannot pass unnamed."""
+    tags = set()
+    for _, path in rosetta.notebooks_for(task):
+        tags |= set(rosetta.sections_of(path))
+    page = rosetta.page(task)
+    for tag in tags:
+        assert '<td class="section">{}</td>'.format(rosetta.SECTION_TITLES[tag]) in page, tag
+    assert page.count('<td class="section">Introduction</td>') == 1  # the title cells only
+
+
 def test_a_missing_section_is_an_error(tmp_path, monkeypatch):
     notebook = json.loads((catalog.NOTEBOOKS / "PyTorch_CNN.ipynb").read_text())
     notebook["cells"] = [c for c in notebook["cells"] if "evaluation" not in c["metadata"].get("tags", [])]
