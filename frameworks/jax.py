@@ -2,7 +2,7 @@
 
 import jax
 
-from common import environment, results
+from common import environment, gpu, results
 from frameworks.probe import check_gpu
 
 NAME = "JAX"
@@ -42,7 +42,7 @@ def set_precision(dev):
     """The float32 policy: TF32 for matrix products and convolutions on a GPU that has it; returns "tf32" or "fp32"."""
     allowed = False
     if dev.platform == "gpu":
-        capability = next((d["compute_capability"] for d in environment.gpu_details()), None)
+        capability = next((d["compute_capability"] for d in gpu.cuda_devices()), None)
         allowed = environment.tf32_allowed(capability)
         jax.config.update("jax_default_matmul_precision", "tensorfloat32" if allowed else "float32")
     chosen["precision"] = "tf32" if allowed else "fp32"

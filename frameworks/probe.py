@@ -10,12 +10,9 @@ import importlib
 import json
 import sys
 
+from common.results import first_line
+
 PREFIX = "ROSETTA-PROBE "
-
-
-def first_line(text):
-    """The first non-empty line of a message."""
-    return next((line.strip() for line in str(text).splitlines() if line.strip()), str(text).strip())
 
 
 def check_gpu(framework, version, gpus, why_no_gpu, matrix_product, cuda=None):
@@ -31,7 +28,7 @@ def check_gpu(framework, version, gpus, why_no_gpu, matrix_product, cuda=None):
         if not answer["gpu_ok"]:
             answer["error"] = "{} computed a wrong matrix product on the GPU".format(framework)
     except Exception as error:  # noqa: BLE001 - the framework's own first line is the answer
-        answer["error"] = "{}: {}".format(type(error).__name__, first_line(error))
+        answer["error"] = "{}: {}".format(type(error).__name__, first_line(str(error)))
     return answer
 
 
@@ -42,7 +39,7 @@ def main(argv=None):
         answer = importlib.import_module("frameworks." + name).probe()
     except Exception as error:  # noqa: BLE001 - whatever stops the framework is the answer
         answer = {"framework": name, "version": None, "gpus": [], "gpu_ok": False,
-                  "error": "{}: {}".format(type(error).__name__, first_line(error))}
+                  "error": "{}: {}".format(type(error).__name__, first_line(str(error)))}
     sys.stdout.write("\n" + PREFIX + json.dumps(answer) + "\n")
     sys.stdout.flush()
     return 0

@@ -231,7 +231,7 @@ def list_catalog():
 def environment_state(env, machine):
     """What `env` is and whether its framework can use this machine's GPU, in one line for `list`."""
     variant = compatibility.variant_text(env)
-    if not machine.gpus or env.name == "runner":
+    if not machine.gpus or env.framework_module is None:  # nothing to compute on, or nothing that computes
         return variant
     planned = compatibility.plan(env, machine)
     if planned.unavailable:

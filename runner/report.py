@@ -39,15 +39,17 @@ FULL_TRAIN_SAMPLES = {"cnn": 50000, "rnn": 25000}  # the whole training splits
 
 
 def throughput(record):
-    """(achieved GFLOP/s, peak GFLOP/s of the device) of a finished record, each None where unknown.
+    """(achieved GFLOP/s, peak GFLOP/s of the device) of a finished record, each None where unknown."""
+    return achieved_gflops(record), device_peak(record.get("environment") or {})[0]
+
+
+def achieved_gflops(record):
+    """A finished record's achieved GFLOP/s, None where unknown.
 
     Training: the analytic FLOPs of a step (common/flops.py) times the samples of an epoch, over the median
-    epoch. Inference: a forward pass's FLOPs per image over the median time per image. Peak: the fp32
-    figure of the GPU's row in common/flops.py, or the CPU estimate for the cores the run could use.
+    epoch. Inference: a forward pass's FLOPs per image over the median time per image.
     """
     params, metrics, timings = record.get("params") or {}, record.get("metrics") or {}, record.get("timings") or {}
-    env = record.get("environment") or {}
-    achieved = None
     try:
         if record["task"] == "inference" and metrics.get("s_per_1000_images"):
             version = "1" if str(record.get("model") or "").startswith("ResNet-50 v1,") else "1.5"
@@ -56,10 +58,11 @@ def throughput(record):
             samples = params.get("train_samples") or FULL_TRAIN_SAMPLES[record["task"]]
             samples = samples // params["batch_size"] * params["batch_size"]
             achieved = flops.training_flops(record["task"], params) * samples / timings["epoch_s"]["median"]
+        else:
+            return None
     except KeyError:  # a record without the hyperparameters the count needs
-        achieved = None
-    peak, _ = device_peak(env)
-    return (None if achieved is None else achieved / 1e9), peak
+        return None
+    return achieved / 1e9
 
 
 def device_peak(env):
@@ -84,12 +87,14 @@ def row(record):
     timings = record.get("timings") or {}
     env = record.get("environment") or {}
     per_1000 = timings.get("s_per_1000_images") or {}
-    gflops, peak = throughput(record) if record["status"] == "ok" else (None, None)
+    finished = record["status"] == "ok"
+    gflops = achieved_gflops(record) if finished else None
+    peak, estimated = device_peak(env) if finished else (None, False)
     return {
         "precision": env.get("precision"),
         "gpu_unused": env.get("gpu_unused"),
         "build": env.get("build"),
-        "peak_estimated": device_peak(env)[1] if peak else None,
+        "peak_estimated": estimated if peak else None,
         "framework": record["framework"],
         "variant": record.get("variant"),
         "task": record["task"],
