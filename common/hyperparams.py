@@ -6,7 +6,7 @@ Notebooks receive a profile name (and optional overrides) as papermill parameter
 
 import copy
 
-TASKS = ("cnn", "inference", "rnn")
+from common import tasks
 
 # The reference definition (the original Rosetta-stone benchmark's numbers).
 # `train_samples` / `test_samples` of None mean "the whole split".
@@ -75,8 +75,7 @@ PROFILE_NOTES = {
 
 def check_task(task):
     """Raise ValueError with the known tasks if `task` is not one of them."""
-    if task not in TASKS:
-        raise ValueError("unknown task {!r}; known tasks: {}".format(task, ", ".join(TASKS)))
+    tasks.get(task)
 
 
 def check_profile(profile):

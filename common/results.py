@@ -29,6 +29,8 @@ import json
 import os
 import time
 
+from common import tasks
+
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "timeout", "unavailable")
 FIELDS = (
@@ -36,19 +38,6 @@ FIELDS = (
     "environment", "params", "timings", "metrics", "notebook", "started_at", "duration_s",
 )
 OPTIONAL_FIELDS = ("model",)  # present in new records, accepted missing in older ones
-# The figure each task is ranked by, with its label and unit; lower is better for all three.
-HEADLINE = {
-    "cnn": ("train_s", "training time (s)"),
-    "inference": ("s_per_1000_images", "s per 1000 images"),
-    "rnn": ("train_s", "training time (s)"),
-}
-REQUIRED_METRICS = {
-    "cnn": ("train_s", "accuracy"),
-    "inference": ("s_per_1000_images", "images_per_s"),
-    "rnn": ("train_s", "accuracy"),
-}
-
-
 def new_record(framework, task, profile, variant=None, params=None):
     """Start a record for a notebook run: identity, parameters and start time; the rest is filled in as it runs."""
     record = dict.fromkeys(FIELDS + OPTIONAL_FIELDS)
@@ -76,6 +65,11 @@ def failure_record(framework, task, profile, status, error, variant=None, notebo
     return record
 
 
+def label(framework, variant=None):
+    """A row's name: the framework's label with its variant, e.g. 'Keras (jax)'."""
+    return framework + (" ({})".format(variant) if variant else "")
+
+
 def first_line(text):
     """The first non-empty line of a message, for tables (None stays None)."""
     if text is None:
@@ -96,7 +90,7 @@ def check_record(record):
     if record["status"] not in STATUSES:
         raise ValueError("result record has unknown status {!r}".format(record["status"]))
     if record["status"] == "ok":
-        absent = [m for m in REQUIRED_METRICS[record["task"]] if (record.get("metrics") or {}).get(m) is None]
+        absent = [m for m in tasks.get(record["task"]).metrics if (record.get("metrics") or {}).get(m) is None]
         if absent:
             raise ValueError("an ok {} record needs metrics: {}".format(record["task"], ", ".join(absent)))
 
@@ -140,13 +134,11 @@ def read_result(path):
 
 def summary_line(record):
     """One human line for the end of a notebook: framework, task, headline figure and accuracy."""
-    key, label = HEADLINE[record["task"]]
+    key, headline = tasks.get(record["task"]).headline
     metrics = record.get("metrics") or {}
-    parts = ["{} {}".format(record["framework"], record["task"])]
-    if record.get("variant"):
-        parts[0] += " ({})".format(record["variant"])
+    parts = ["{} {}".format(label(record["framework"], record.get("variant")), record["task"])]
     if metrics.get(key) is not None:
-        parts.append("{}: {:.3f}".format(label, metrics[key]))
+        parts.append("{}: {:.3f}".format(headline, metrics[key]))
     if metrics.get("accuracy") is not None:
         parts.append("accuracy: {:.4f}".format(metrics["accuracy"]))
     parts.append("on {} with {} data".format(record.get("device"), (record.get("data") or {}).get("source", "?")))

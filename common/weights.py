@@ -24,8 +24,9 @@ import tempfile
 
 import numpy as np
 
+from common import tasks
+
 FORMAT_VERSION = 1
-TASKS = ("cnn", "rnn", "inference")
 LOGITS = "logits"  # optional entry of an exported file: the model's logits on a probe batch
 
 
@@ -51,7 +52,7 @@ def shapes(task, params):
         }
     if task == "inference":
         return resnet50_shapes()
-    raise ValueError("no canonical weights for task {!r}; tasks with them: {}".format(task, ", ".join(TASKS)))
+    raise ValueError("no canonical weights for task {!r}; tasks with them: {}".format(task, ", ".join(tasks.TASKS)))
 
 
 def resnet50_shapes():

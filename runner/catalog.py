@@ -4,26 +4,13 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
+from common import results, tasks
+
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
 ENVS_DIR = REPO / ".envs"  # a dot folder: nothing in it can shadow an importable package
 JUPYTER_DIR = REPO / ".jupyter"  # project-local Jupyter data path holding the kernel specs
 REQUIREMENTS_DIR = REPO / "envs"
-
-TASK_NOTEBOOK = {"cnn": "CNN", "inference": "Inference", "rnn": "RNN"}
-# The sections of each task's notebooks, in order, by cell tag; every notebook of a task has all of them.
-TASK_SECTIONS = {
-    "cnn": ("parameters", "imports", "setup", "data", "model", "weights", "training", "evaluation", "results"),
-    "inference": ("parameters", "imports", "setup", "data", "model", "weights", "inference", "results"),
-    "rnn": ("parameters", "imports", "setup", "data", "model", "weights", "training", "evaluation", "results"),
-}
-# Parameters every notebook of a task has after the common ones (common/weights.py's exchange).
-TASK_PARAMETERS = {task: ("init_weights", "export_weights") for task in ("cnn", "inference", "rnn")}
-TASK_TITLES = {
-    "cnn": "CNN: VGG-style net trained on CIFAR-10",
-    "inference": "Inference: ResNet-50 features (2048-d)",
-    "rnn": "RNN: embedding + GRU on IMDB",
-}
 
 
 class SelectionError(ValueError):
@@ -90,6 +77,9 @@ class Variant:
     env: str
     parameters: tuple[tuple[str, str], ...] = ()
     packages: tuple[str, ...] = ()  # what it needs beyond its environment's framework (checked in adopted ones)
+    # {task: {array: why}}: arrays that one training step changes differently from PyTorch's although the
+    # function is the same (runner/equivalence.py checks that the rest agrees and that these still differ)
+    step_differences: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,6 +90,10 @@ class Framework:
     label: str
     notebook_prefix: str
     variants: tuple[Variant, ...]
+    # {task: why}: tasks whose notebook cannot compute PyTorch's function (runner/equivalence.py checks
+    # what still holds, and that the outputs do differ, so that the claim stays true)
+    not_equivalent: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
+    environment: Optional[Environment] = None  # the environment this framework brings, if it brings one
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +106,7 @@ class Job:
 
     @property
     def notebook(self) -> Path:
-        return NOTEBOOKS / "{}_{}.ipynb".format(self.framework.notebook_prefix, TASK_NOTEBOOK[self.task])
+        return notebook_path(self.framework, self.task)
 
     @property
     def stem(self) -> str:
@@ -122,46 +116,62 @@ class Job:
 
     @property
     def label(self) -> str:
-        return self.framework.label + (" ({})".format(self.variant.name) if self.variant.name else "")
+        return results.label(self.framework.label, self.variant.name)
 
     @property
     def environment(self) -> Environment:
         return ENVIRONMENTS[self.variant.env]
 
 
-ENVIRONMENTS: dict[str, Environment] = {
-    env.name: env
-    for env in (
-        Environment("runner", "Rosetta runner", test_packages=("pytest", "ruff", "playwright")),
-        # PyTorch's Linux wheels are CUDA builds that also run on the CPU: pytorch.txt serves both
-        Environment("pytorch", "Rosetta: PyTorch", gpu_builds=("pytorch.txt", "pytorch-cuda12.txt"),
-                    framework_module="pytorch"),
-        # TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's C++ start-up INFO lines stay out of the run log; warnings remain.
-        Environment("tensorflow", "Rosetta: TensorFlow", kernel_env=(("TF_CPP_MIN_LOG_LEVEL", "1"),),
-                    gpu_builds=("tensorflow-cuda12.txt",), framework_module="tensorflow"),
-        Environment("jax", "Rosetta: JAX", gpu_builds=("jax-cuda13.txt", "jax-cuda12.txt"), framework_module="jax"),
-        Environment("mxnet", "Rosetta: MXNet", gpu_builds=("mxnet-cuda112.txt",), framework_module="mxnet"),
-        Environment("chainer", "Rosetta: Chainer", framework_module="chainer"),  # CPU only: envs/chainer.txt says why
-        # CNTK 2.7 was linked against OpenMPI 1.10; OpenMPI 4's libraries serve under the old names.
-        Environment("cntk", "Rosetta: CNTK", python="3.6",
-                    library_aliases=(("libmpi.so.12", "libmpi.so.40"), ("libmpi_cxx.so.1", "libmpi_cxx.so.40")),
-                    gpu_builds=("cntk-cuda10.txt",), framework_module="cntk"),
-    )
-}
-
+RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "ruff", "playwright"))
+KERAS_APPLICATIONS_V1 = "keras.applications' ResNet-50 is v1 (stride on the first 1x1) with convolution biases"
+# The frameworks, in table order: one entry each, with the environment it brings. A framework's notebooks
+# are notebooks/<notebook_prefix>_<task's notebook>.ipynb and its pins envs/<environment name>.txt.
 FRAMEWORKS: tuple[Framework, ...] = (
-    Framework("pytorch", "PyTorch", "PyTorch", (Variant(None, "pytorch"),)),
-    Framework("tensorflow", "TensorFlow", "TensorFlow", (Variant(None, "tensorflow"),)),
-    Framework("keras", "Keras", "Keras", (
-        Variant("tensorflow", "tensorflow", (("backend", "tensorflow"),), packages=("keras",)),
+    # PyTorch's Linux wheels are CUDA builds that also run on the CPU: pytorch.txt serves both
+    Framework("pytorch", "PyTorch", "PyTorch", (Variant(None, "pytorch"),),
+              environment=Environment("pytorch", "Rosetta: PyTorch", gpu_builds=("pytorch.txt", "pytorch-cuda12.txt"),
+                                      framework_module="pytorch")),
+    # TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's C++ start-up INFO lines stay out of the run log; warnings remain.
+    Framework("tensorflow", "TensorFlow", "TensorFlow", (Variant(None, "tensorflow"),),
+              not_equivalent={"inference": KERAS_APPLICATIONS_V1},
+              environment=Environment("tensorflow", "Rosetta: TensorFlow", kernel_env=(("TF_CPP_MIN_LOG_LEVEL", "1"),),
+                                      gpu_builds=("tensorflow-cuda12.txt",), framework_module="tensorflow")),
+    Framework("keras", "Keras", "Keras", (  # Keras 3 runs in its backends' environments
+        Variant("tensorflow", "tensorflow", (("backend", "tensorflow"),), packages=("keras",), step_differences={
+            "rnn": {"embedding": "Keras' Adam on the TensorFlow backend squares the embedding's sparse gradient "
+                                 "once per occurrence of a token, before repeated tokens are summed"}}),
         Variant("jax", "jax", (("backend", "jax"),), packages=("keras",)),
         Variant("torch", "pytorch", (("backend", "torch"),), packages=("keras",)),
-    )),
-    Framework("jax", "JAX", "JAX", (Variant(None, "jax"),)),
-    Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),)),
-    Framework("chainer", "Chainer", "Chainer", (Variant(None, "chainer"),)),
-    Framework("cntk", "CNTK", "CNTK", (Variant(None, "cntk"),)),
+    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}),
+    Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), not_equivalent={
+        "rnn": "Flax's GRUCell has no recurrent bias: the new gate's one (inside the reset product) is lost and the "
+               "reset and update gates get one bias where the reference has two"},
+        environment=Environment("jax", "Rosetta: JAX", gpu_builds=("jax-cuda13.txt", "jax-cuda12.txt"),
+                                framework_module="jax")),
+    Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),), not_equivalent={
+        "inference": "the Gluon model zoo's resnet50_v1 is v1 (stride on the first 1x1 convolution)"},
+        environment=Environment("mxnet", "Rosetta: MXNet", gpu_builds=("mxnet-cuda112.txt",),
+                                framework_module="mxnet")),
+    Framework("chainer", "Chainer", "Chainer", (Variant(None, "chainer"),), not_equivalent={
+        "inference": "Chainer's ResNet50Layers is the Caffe v1 (stride on the first 1x1 convolution)"},
+        # CPU only: envs/chainer.txt says why
+        environment=Environment("chainer", "Rosetta: Chainer", framework_module="chainer")),
+    Framework("cntk", "CNTK", "CNTK", (Variant(None, "cntk"),), not_equivalent={
+        "rnn": "CNTK's GRU applies the reset gate before the recurrent product and has no recurrent biases"},
+        # CNTK 2.7 was linked against OpenMPI 1.10; OpenMPI 4's libraries serve under the old names.
+        environment=Environment("cntk", "Rosetta: CNTK", python="3.6",
+                                library_aliases=(("libmpi.so.12", "libmpi.so.40"), ("libmpi_cxx.so.1", "libmpi_cxx.so.40")),
+                                gpu_builds=("cntk-cuda10.txt",), framework_module="cntk")),
 )
+# Every environment: the runner's, then those the frameworks bring, in table order.
+ENVIRONMENTS: dict[str, Environment] = {
+    env.name: env for env in (RUNNER,) + tuple(f.environment for f in FRAMEWORKS if f.environment)}
+
+
+def notebook_path(framework, task):
+    """notebooks/<prefix>_<suffix>.ipynb: the notebook of `framework` (a Framework) for `task` (its key)."""
+    return NOTEBOOKS / "{}_{}.ipynb".format(framework.notebook_prefix, tasks.TASKS[task].notebook)
 
 
 def framework_keys():
@@ -169,11 +179,11 @@ def framework_keys():
     return [f.key for f in FRAMEWORKS]
 
 
-def select(frameworks=None, tasks=None):
+def select(frameworks=None, task_keys=None):
     """Return the jobs for the named frameworks and tasks (all when None), raising SelectionError on unknown names."""
-    known_tasks = list(TASK_NOTEBOOK)
-    tasks = tasks or known_tasks
-    unknown = [t for t in tasks if t not in TASK_NOTEBOOK]
+    known_tasks = list(tasks.TASKS)
+    chosen = task_keys or known_tasks
+    unknown = [t for t in chosen if t not in tasks.TASKS]
     if unknown:
         raise SelectionError("unknown task {}; known tasks: {}".format(", ".join(unknown), ", ".join(known_tasks)))
     by_key = {f.key: f for f in FRAMEWORKS}
@@ -187,7 +197,7 @@ def select(frameworks=None, tasks=None):
         Job(by_key[key.lower()], variant, task)
         for key in keys
         for variant in by_key[key.lower()].variants
-        for task in tasks
+        for task in chosen
     ]
 
 

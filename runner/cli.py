@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import hyperparams
+from common import hyperparams, tasks
 from runner import catalog, compatibility, environments
 
 COMMANDS = ("run", "setup", "test", "report", "rosetta", "list")
@@ -61,7 +61,7 @@ def build_parser():
     run.add_argument("-f", "--frameworks", type=_names, help="comma-separated, default all: " +
                      ", ".join(catalog.framework_keys()))
     run.add_argument("-t", "--tasks", type=_names, help="comma-separated, default all: " +
-                     ", ".join(catalog.TASK_NOTEBOOK))
+                     ", ".join(tasks.TASKS))
     run.add_argument("-p", "--profile", default="quick", help="one of: {} (default quick)".format(
         "; ".join("{} = {}".format(k, v) for k, v in hyperparams.PROFILE_NOTES.items())))
     run.add_argument("--data", default="auto", help="auto (default), real or synthetic")
@@ -131,9 +131,9 @@ def parse(argv):
         if args.threads is None:
             args.threads = usable_cores()
         args.overrides = dict(args.overrides)
-        tasks = sorted({job.task for job in args.jobs})
+        selected_tasks = sorted({job.task for job in args.jobs})
         for key in args.overrides:
-            if not any(key in hyperparams.for_task(task, args.profile) for task in tasks):
+            if not any(key in hyperparams.for_task(task, args.profile) for task in selected_tasks):
                 raise UsageError("--set {}: no selected task has that hyperparameter".format(key))
         if args.timeout is None:
             args.timeout = DEFAULT_TIMEOUT[args.profile]
@@ -219,7 +219,7 @@ def list_catalog():
         for variant in framework.variants:
             print("  {:12s} {:20s} env {}".format(framework.key, framework.label + (
                 " ({})".format(variant.name) if variant.name else ""), variant.env))
-    print("Tasks: " + ", ".join(catalog.TASK_NOTEBOOK))
+    print("Tasks: " + ", ".join(tasks.TASKS))
     print("Profiles: " + ", ".join(hyperparams.PROFILES))
     print("Environments (.envs/; `setup ENV --python PATH` adopts an existing interpreter instead):")
     for env in catalog.ENVIRONMENTS.values():

@@ -9,8 +9,9 @@
 - Inference: ResNet-50's features of the first batch at the shared (v1.5) weights, and the weights
   coming back unchanged; the notebooks whose zoo model is v1 are reported as a different model.
 
-Where a framework's step differs in one array for a known reason, STEP_DIFFERENCES names it and the rest
-must agree. Where a framework cannot compute the reference function, NOT_EQUIVALENT says why; what
+Where a framework's step differs in one array for a known reason, its variant's `step_differences` in the
+registry (runner/catalog.py) names it and the rest must agree. Where a framework cannot compute the reference
+function, its `not_equivalent` there says why; what
 still holds is checked instead (the weights it can represent go in and come out unchanged), and that
 the outputs do differ, so that the claim stays true.
 """
@@ -19,21 +20,14 @@ import json
 
 import numpy as np
 
-from common import hyperparams, weights
+from common import hyperparams, tasks, weights
 from runner import catalog, execution
 
-TASKS = ("cnn", "inference", "rnn")
+# The tasks with an equivalence case (common/tasks.py: overrides of the smoke profile for the check).
+TASKS = tuple(key for key, task in tasks.TASKS.items() if task.equivalence is not None)
 REFERENCE = "pytorch"
 EQUIVALENCE_DIR = "equivalence"  # in a run folder: the check's notebooks, weight files and RESULT_FILE
 RESULT_FILE = "equivalence.json"
-CASES = {
-    # dropout off: it draws different masks in every framework
-    "cnn": {"train_samples": 64, "test_samples": 64, "epochs": 1, "conv_dropout": 0.0, "dense_dropout": 0.0},
-    # beta2 0: Adam's first step is then the same whether epsilon is added before the bias correction
-    # (Keras, MXNet, Chainer, CNTK) or after it (PyTorch, the TensorFlow notebook, Optax)
-    "rnn": {"train_samples": 64, "test_samples": 64, "epochs": 1, "beta2": 0.0},
-    "inference": {"repeats": 1},  # the smoke profile's two 96x96 images per batch; features, not time
-}
 # ResNet-50's features, relative to the largest of them: 53 convolutions summed in different orders.
 FEATURES_TOLERANCE = 1e-4
 WEIGHTS_TOLERANCE = {"cnn": {"rtol": 1e-4, "atol": 1e-5},
@@ -45,20 +39,6 @@ LOGITS_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 # 0.1 is resolved to about 1e-8 and an SGD step is about 1e-5, so a step is only known to about 1e-3 of
 # itself; a wrong gradient scale or momentum formulation is off by 10% or more.
 STEP_TOLERANCE = 1e-2
-NOT_EQUIVALENT = {
-    ("rnn", "jax"): "Flax's GRUCell has no recurrent bias: the new gate's one (inside the reset product) is lost "
-                    "and the reset and update gates get one bias where the reference has two",
-    ("rnn", "cntk"): "CNTK's GRU applies the reset gate before the recurrent product and has no recurrent biases",
-    ("inference", "tensorflow"): "keras.applications' ResNet-50 is v1 (stride on the first 1x1) with convolution biases",
-    ("inference", "keras"): "keras.applications' ResNet-50 is v1 (stride on the first 1x1) with convolution biases",
-    ("inference", "mxnet"): "the Gluon model zoo's resnet50_v1 is v1 (stride on the first 1x1 convolution)",
-    ("inference", "chainer"): "Chainer's ResNet50Layers is the Caffe v1 (stride on the first 1x1 convolution)",
-}
-# Arrays that one step changes differently although the function is the same, and why.
-STEP_DIFFERENCES = {
-    "Keras_RNN-tensorflow": {"embedding": "Keras' Adam on the TensorFlow backend squares the embedding's sparse "
-                                          "gradient once per occurrence of a token, before repeated tokens are summed"},
-}
 # The arrays a framework that cannot hold the reference's biases still takes in and gives back unchanged.
 REPRESENTABLE = ("embedding", "gru/kernel_input", "gru/kernel_recurrent", "fc/kernel", "fc/bias")
 
@@ -69,7 +49,7 @@ class ExchangeError(RuntimeError):
 
 def forward_overrides(task):
     """The overrides of a run that only computes at the shared weights: inference as it is, RNN at learning rate 0."""
-    return CASES[task] if task == "inference" else dict(CASES[task], lr=0.0)
+    return tasks.TASKS[task].equivalence if task == "inference" else dict(tasks.TASKS[task].equivalence, lr=0.0)
 
 
 def params_for(task, overrides):
@@ -93,14 +73,14 @@ def run_exchange(task, job, folder, init, overrides, tag):
 def reference(task, folder):
     """The shared starting weights of `task` in `folder`, and what PyTorch's notebook exported from them."""
     folder.mkdir(parents=True, exist_ok=True)
-    params = params_for(task, CASES[task])
+    params = params_for(task, tasks.TASKS[task].equivalence)
     init = weights.save_weights(str(folder / "init.npz"), task, params, weights.reference_weights(task, params, seed=0))
     pytorch = catalog.select([REFERENCE], [task])[0]
     entry = {"task": task, "folder": folder, "init": init, "start": weights.load_weights(init, task, params)}
     if task in ("inference", "rnn"):
         entry["forward"] = run_exchange(task, pytorch, folder, init, forward_overrides(task), "forward")
     if task != "inference":
-        entry["step"] = run_exchange(task, pytorch, folder, init, CASES[task], "step")
+        entry["step"] = run_exchange(task, pytorch, folder, init, tasks.TASKS[task].equivalence, "step")
     return entry
 
 
@@ -111,8 +91,8 @@ def _max_abs(a, b):
 def compare(job, entry):
     """Run `job` from the reference's weights and compare; the result lists every failed check in 'failures'."""
     task = entry["task"]
-    reason = NOT_EQUIVALENT.get((task, job.framework.key))
-    differences = STEP_DIFFERENCES.get(job.stem, {})
+    reason = job.framework.not_equivalent.get(task)
+    differences = job.variant.step_differences.get(task, {})
     result = {"job": job.stem, "framework": job.label, "task": task, "equivalent": reason is None, "reason": reason,
               "step_differences": differences, "failures": []}
     failures = result["failures"]
@@ -141,7 +121,7 @@ def compare(job, entry):
             return result
         if not np.allclose(forward[weights.LOGITS], entry["forward"][weights.LOGITS], **LOGITS_TOLERANCE):
             failures.append("logits at the shared weights differ by up to {:.2e}".format(result["forward_logits_max_abs"]))
-    got = run_exchange(task, job, entry["folder"], entry["init"], CASES[task], "step")
+    got = run_exchange(task, job, entry["folder"], entry["init"], tasks.TASKS[task].equivalence, "step")
     arrays = {}
     for name, start in entry["start"].items():
         expected = entry["step"][name]
@@ -183,7 +163,7 @@ def verdict(result):
 
 def document(task, results):
     """The JSON document of a task's check: what was compared, with which tolerances, and the results."""
-    return {"task": task, "reference": "PyTorch", "overrides": CASES[task],
+    return {"task": task, "reference": "PyTorch", "overrides": tasks.TASKS[task].equivalence,
             "tolerances": {"weights": WEIGHTS_TOLERANCE.get(task), "logits": LOGITS_TOLERANCE, "step_relative": STEP_TOLERANCE,
                    "features_relative": FEATURES_TOLERANCE},
             "results": results}

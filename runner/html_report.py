@@ -7,8 +7,8 @@ A run's page links each framework to its executed notebook, rendered to HTML by 
 import html
 from pathlib import Path
 
-from common import results
-from runner import catalog, report
+from common import tasks
+from runner import report
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; max-width: 1400px; }
@@ -51,7 +51,7 @@ def _bar(value, largest):
 
 
 def _task_table(task, rows, links, checks=None):
-    key, _ = results.HEADLINE[task]
+    key, _ = tasks.TASKS[task].headline
     largest = max([r[key] for r in rows if r[key] is not None] or [0])
     if task == "inference":
         head = ["Framework", "Version", "Device", "Model", "Weights", "s / 1000 images", "", "min - max", "images/s",
@@ -119,7 +119,7 @@ def run_page(run_dir, records, links):
     profiles = ", ".join(sorted({r["profile"] for r in rows})) or "-"
     hardware = "; ".join(sorted({r["hardware"] for r in rows if r["hardware"]})) or "-"
     body = ['<p class="note">Profile <b>{}</b> on {}. {}</p>'.format(_e(profiles), _e(hardware), _e(report.TIMING_NOTE))]
-    for task, heading in catalog.TASK_TITLES.items():
+    for task, heading in ((k, t.title) for k, t in tasks.TASKS.items()):
         task_rows = [r for r in rows if r["task"] == task]
         if task_rows:
             body += ["<h2>{}</h2>".format(_e(heading)), _task_table(task, task_rows, links, checks)]
@@ -153,14 +153,14 @@ def machine_column(run_dir, records):
 
 def merged(run_dirs):
     """Rows of the merged table: {task: {(framework label): {column: cell text}}} plus the column headings."""
-    columns, table, ranks = [], {task: {} for task in catalog.TASK_NOTEBOOK}, {}
+    columns, table, ranks = [], {task: {} for task in tasks.TASKS}, {}
     for run_dir in run_dirs:
         records = report.load_records(run_dir)
         heading, name = machine_column(run_dir, records)
         column = "{} ({})".format(heading, name)
         columns.append(column)
         for r in (report.row(record) for record in records):
-            key, _ = results.HEADLINE[r["task"]]
+            key, _ = tasks.TASKS[r["task"]].headline
             if r["status"] != "ok":
                 cell = report.status_text(r)
             else:
@@ -185,7 +185,7 @@ def merged_markdown(run_dirs):
              "Each column is one results folder: its hardware and profile. Cells: the task's headline figure "
              "(training time in s, or s per 1000 images) with accuracy; data or weights that were not the real ones are "
              "flagged in the cell, so runs that differ are shown, not mixed silently."]
-    for task, heading in catalog.TASK_TITLES.items():
+    for task, heading in ((k, t.title) for k, t in tasks.TASKS.items()):
         if not table[task]:
             continue
         lines += ["", "### " + heading, "", "| Framework | " + " | ".join(c.replace("|", "/") for c in columns) + " |",
@@ -201,7 +201,7 @@ def merged_page(run_dirs):
     columns, table = merged(run_dirs)
     body = ['<p class="note">One column per results folder (hardware | profile). Cells: headline figure with '
             'accuracy; synthetic data and random weights are flagged.</p>']
-    for task, heading in catalog.TASK_TITLES.items():
+    for task, heading in ((k, t.title) for k, t in tasks.TASKS.items()):
         if not table[task]:
             continue
         body.append("<h2>{}</h2><table><tr><th>Framework</th>{}</tr>".format(

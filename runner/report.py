@@ -4,7 +4,7 @@ import csv
 import json
 from pathlib import Path
 
-from common import environment, flops, results
+from common import environment, flops, results, tasks
 from runner import catalog
 from runner.execution import RECORD_SUFFIX
 
@@ -26,7 +26,7 @@ def catalog_rank(framework, variant):
 def load_records(run_dir):
     """Read every result record in a run folder, in table order (task, then framework)."""
     records = [results.read_result(str(p)) for p in sorted(Path(run_dir).glob("*" + RECORD_SUFFIX))]
-    task_order = list(catalog.TASK_NOTEBOOK)
+    task_order = list(tasks.TASKS)
 
     def key(record):
         rank = catalog_rank(record["framework"], record.get("variant"))
@@ -269,7 +269,7 @@ def markdown(records, title="Results", checks=None):
     lines += ["", TIMING_NOTE, "", ACCURACY_NOTE, "", FLOPS_NOTE, "", PRECISION_NOTE, "", HOST_TO_DEVICE_NOTE]
     if checks:
         lines += ["", EQUIVALENCE_NOTE]
-    for task, heading in catalog.TASK_TITLES.items():
+    for task, heading in ((k, t.title) for k, t in tasks.TASKS.items()):
         task_rows = [r for r in rows if r["task"] == task]
         if not task_rows:
             continue
@@ -311,10 +311,10 @@ def plot(records, path):
     import matplotlib.pyplot as plt
 
     rows = [row(r) for r in records]
-    tasks = [t for t in catalog.TASK_NOTEBOOK if any(r["task"] == t for r in rows)] or list(catalog.TASK_NOTEBOOK)
-    figure, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.2), squeeze=False)
-    for axis, task in zip(axes[0], tasks):
-        key, axis_label = results.HEADLINE[task]
+    shown = [t for t in tasks.TASKS if any(r["task"] == t for r in rows)] or list(tasks.TASKS)
+    figure, axes = plt.subplots(1, len(shown), figsize=(5 * len(shown), 3.2), squeeze=False)
+    for axis, task in zip(axes[0], shown):
+        key, axis_label = tasks.TASKS[task].headline
         task_rows = [r for r in rows if r["task"] == task]
         names = [label(r) for r in task_rows]
         values = [r[key] if r[key] is not None else 0.0 for r in task_rows]
@@ -323,7 +323,7 @@ def plot(records, path):
             note = r["status"] if r["status"] != "ok" else (
                 "acc {:.3f}".format(r["accuracy"]) if r["accuracy"] is not None else "{:.1f} img/s".format(r["images_per_s"]))
             axis.annotate(" " + note, (bar.get_width(), bar.get_y() + bar.get_height() / 2), va="center", fontsize=8)
-        axis.set_title(catalog.TASK_TITLES[task], fontsize=9)
+        axis.set_title(tasks.TASKS[task].title, fontsize=9)
         axis.set_xlabel(axis_label + ", lower is better", fontsize=8)
         axis.invert_yaxis()
         axis.margins(x=0.35)

@@ -15,14 +15,11 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
+from common import tasks
 from runner import catalog
 
 DOCS_DIR = catalog.REPO / "docs" / "rosetta"
-SECTION_TITLES = {
-    "title": "Introduction", "parameters": "Parameters", "imports": "Imports", "setup": "Setup", "data": "Data", "model": "Model",
-    "weights": "Shared weights", "training": "Training step and loop", "evaluation": "Evaluation", "inference": "Timed inference",
-    "results": "Result record",
-}
+SECTION_TITLES = tasks.SECTION_TITLES
 
 
 class RosettaError(ValueError):
@@ -33,7 +30,7 @@ def notebooks_for(task):
     """(framework label, notebook path) for every framework with a notebook of `task`, in catalog order."""
     found = []
     for framework in catalog.FRAMEWORKS:
-        path = catalog.NOTEBOOKS / "{}_{}.ipynb".format(framework.notebook_prefix, catalog.TASK_NOTEBOOK[task])
+        path = catalog.notebook_path(framework, task)
         if path.exists():
             found.append((framework.label, path))
     return found
@@ -54,7 +51,7 @@ def check_sections(task, notebooks):
     """Raise RosettaError naming every notebook of `task` that lacks one of the task's sections."""
     missing = []
     for label, path in notebooks:
-        absent = [tag for tag in catalog.TASK_SECTIONS[task] if tag not in sections_of(path)]
+        absent = [tag for tag in tasks.TASKS[task].sections if tag not in sections_of(path)]
         if absent:
             missing.append("{} ({}) lacks {}".format(label, path.name, ", ".join(absent)))
     if missing:
@@ -119,7 +116,7 @@ def page(task):
         for column, (label, path) in zip(columns, notebooks))
     grouped = [sections_of(path) for _, path in notebooks]
     rows = []
-    for tag in ("title",) + tuple(catalog.TASK_SECTIONS[task]):
+    for tag in ("title",) + tuple(tasks.TASKS[task].sections):
         cells = []
         for column, sections in zip(columns, grouped):
             section = sections.get(tag, {"markdown": [], "code": []})
@@ -129,8 +126,8 @@ def page(task):
                 column, tag, prose, code))
         rows.append('<tr><td class="section">{}</td>{}</tr>'.format(
             html.escape(SECTION_TITLES[tag]), "".join(cells)))
-    nav = " ".join('<a href="{}.html">{}</a>'.format(t, html.escape(catalog.TASK_TITLES[t])) for t in catalog.TASK_NOTEBOOK)
-    return _PAGE.format(title=html.escape(catalog.TASK_TITLES[task]), pygments_css=formatter.get_style_defs(".highlight"),
+    nav = " ".join('<a href="{}.html">{}</a>'.format(t, html.escape(tasks.TASKS[t].title)) for t in tasks.TASKS)
+    return _PAGE.format(title=html.escape(tasks.TASKS[task].title), pygments_css=formatter.get_style_defs(".highlight"),
                         nav=nav, checkboxes=checkboxes, headings=headings, rows="\n".join(rows))
 
 
@@ -139,7 +136,7 @@ def write_pages(directory=DOCS_DIR):
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for task in catalog.TASK_NOTEBOOK:
+    for task in tasks.TASKS:
         path = directory / (task + ".html")
         path.write_text(page(task))
         written.append(path)

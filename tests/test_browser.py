@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from common import tasks
 from runner import catalog, environments, report, rosetta
 
 SCREENSHOTS = catalog.REPO / "results" / "browser-test"
@@ -72,14 +73,14 @@ def test_results_report_shows_every_row(browser, tmp_path, monkeypatch):
     print("browser check of the report: {:.1f} s".format(time.monotonic() - started))
 
 
-@pytest.mark.parametrize("task", list(catalog.TASK_NOTEBOOK))
+@pytest.mark.parametrize("task", list(tasks.TASKS))
 def test_rosetta_page_shows_every_framework_and_its_picker_works(browser, task, tmp_path):
     (path,) = [p for p in rosetta.write_pages(tmp_path) if p.stem == task]
     page, errors = open_page(browser, path)
     labels = [label for label, _ in rosetta.notebooks_for(task)]
     for label in labels:
         assert page.locator("thead th[data-framework='{}']".format(label)).is_visible(), label
-    for tag in catalog.TASK_SECTIONS[task]:
+    for tag in tasks.TASKS[task].sections:
         assert page.locator("td[data-section='{}']".format(tag)).first.is_visible(), tag
     last = labels[-1]
     page.uncheck("#picker input >> nth={}".format(len(labels) - 1))

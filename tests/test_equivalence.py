@@ -11,7 +11,7 @@ from conftest import require_environment
 from common import weights
 from runner import catalog, equivalence
 
-JOBS = [job for task in equivalence.TASKS for job in catalog.select(tasks=[task])
+JOBS = [job for task in equivalence.TASKS for job in catalog.select(task_keys=[task])
         if job.framework.key != equivalence.REFERENCE]
 OUT = catalog.REPO / "results" / "equivalence"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from common import tasks
 from runner import catalog
 
 NOTEBOOKS = sorted(catalog.NOTEBOOKS.glob("*.ipynb"))
-PARAMETER_NAMES = ["profile", "overrides", "data_source", "device", "threads", "seed", "result_path"]
 
 
 def load(path):
@@ -34,17 +34,17 @@ def test_notebook_is_stored_without_outputs(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_follows_its_task_skeleton(path):
     notebook = load(path)
-    task = {suffix: task for task, suffix in catalog.TASK_NOTEBOOK.items()}[path.stem.split("_", 1)[1]]
+    task = {t.notebook: t for t in tasks.TASKS.values()}[path.stem.split("_", 1)[1]]
     tags = []
     for cell in notebook["cells"]:
         for tag in cell["metadata"].get("tags", []):
             if not tags or tags[-1] != tag:
                 tags.append(tag)
-    assert tags == list(catalog.TASK_SECTIONS[task]), path.name
+    assert tags == list(task.sections), path.name
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     assert code[0]["metadata"]["tags"] == ["parameters"]
     assigned = [node.targets[0].id for node in ast.parse("".join(code[0]["source"])).body]
-    common = PARAMETER_NAMES + list(catalog.TASK_PARAMETERS[task])
+    common = list(tasks.PARAMETERS + task.parameters)
     assert assigned[:len(common)] == common, "every notebook of a task starts with the same parameters"
     framework = next(f for f in catalog.FRAMEWORKS if path.stem.startswith(f.notebook_prefix + "_"))
     variant_names = {name for variant in framework.variants for name, _ in variant.parameters}

@@ -5,22 +5,23 @@ import re
 
 import pytest
 
+from common import tasks
 from runner import catalog, rosetta
 
 
-@pytest.mark.parametrize("task", list(catalog.TASK_NOTEBOOK))
+@pytest.mark.parametrize("task", list(tasks.TASKS))
 def test_page_shows_every_framework_and_section(task):
     page = rosetta.page(task)
     labels = [label for label, _ in rosetta.notebooks_for(task)]
     assert labels == [f.label for f in catalog.FRAMEWORKS]
     for column, label in enumerate(labels):
         assert 'value="fw-{}" checked> {}'.format(column, label) in page
-    for tag in catalog.TASK_SECTIONS[task]:
+    for tag in tasks.TASKS[task].sections:
         assert page.count('data-section="{}"'.format(tag)) == len(labels), tag
     assert "<script>" in page and 'class="highlight"' in page
 
 
-@pytest.mark.parametrize("task", list(catalog.TASK_NOTEBOOK))
+@pytest.mark.parametrize("task", list(tasks.TASKS))
 def test_every_section_found_in_the_notebooks_has_its_own_title(task):
     """The row titles come from the tags the notebooks carry, so a tag without a title cannot pass unnamed."""
     tags = set()

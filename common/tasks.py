@@ -1,0 +1,94 @@
+"""The workloads of the Rosetta stone and every fact about them that code outside their notebooks reads.
+
+One entry per task; hyperparameters live in common/hyperparams.py, canonical weight layouts in
+common/weights.py and FLOP counts in common/flops.py, each keyed by the task names declared here.
+The runner (runner/catalog.py) declares the frameworks; together they are the project's registry.
+Standard library only: notebooks import this on Python 3.6.
+"""
+
+from collections import OrderedDict
+
+# Every section a notebook can have, by cell tag, with the title the Rosetta pages give it. The cell
+# before the first tagged one (the notebook's title and introduction) is the "title" section.
+SECTION_TITLES = OrderedDict([
+    ("title", "Introduction"),
+    ("parameters", "Parameters"),
+    ("imports", "Imports"),
+    ("setup", "Setup"),
+    ("data", "Data"),
+    ("model", "Model"),
+    ("weights", "Shared weights"),
+    ("training", "Training step and loop"),
+    ("evaluation", "Evaluation"),
+    ("inference", "Timed inference"),
+    ("results", "Result record"),
+])
+# Parameters every notebook of every task has, in this order, in its first code cell.
+PARAMETERS = ("profile", "overrides", "data_source", "device", "threads", "seed", "result_path")
+
+
+class Task(object):
+    """One workload: its names, its notebooks' sections, its headline figure and its equivalence case."""
+
+    def __init__(self, key, notebook, title, sections, headline, metrics, digits, train_split=None,
+                 test_split=None, parameters=(), equivalence=None):
+        unknown = [tag for tag in sections if tag not in SECTION_TITLES]
+        if unknown:
+            raise ValueError("task {}: sections without a title in SECTION_TITLES: {}".format(key, ", ".join(unknown)))
+        self.key = key  # the command-line name, e.g. "cnn"
+        self.notebook = notebook  # the notebooks' name suffix: <Framework>_<notebook>.ipynb
+        self.title = title
+        self.sections = tuple(sections)  # cell tags, in notebook order; every notebook of the task has all of them
+        self.headline = headline  # (metric, label): the figure the task is ranked by, lower is better
+        self.metrics = tuple(metrics)  # the metrics an "ok" record must have
+        self.digits = digits  # decimals of the headline figure in tables
+        self.train_split = train_split  # samples in the whole training split (None: nothing is trained)
+        self.test_split = test_split  # samples in the whole test split
+        self.parameters = tuple(parameters)  # notebook parameters after PARAMETERS, the same in every framework
+        # overrides of the smoke profile for the same-weights check (runner/equivalence.py); None: not checked
+        self.equivalence = equivalence
+
+    @property
+    def trains(self):
+        """True for a task that trains a model (and so reports accuracy)."""
+        return self.train_split is not None
+
+    def __repr__(self):
+        return "Task({!r})".format(self.key)
+
+
+TASKS = OrderedDict((task.key, task) for task in (
+    Task("cnn", "CNN", "CNN: VGG-style net trained on CIFAR-10",
+         ("parameters", "imports", "setup", "data", "model", "weights", "training", "evaluation", "results"),
+         headline=("train_s", "training time (s)"), metrics=("train_s", "accuracy"), digits=1,
+         train_split=50000, test_split=10000, parameters=("init_weights", "export_weights"),
+         # dropout off: it draws different masks in every framework
+         equivalence={"train_samples": 64, "test_samples": 64, "epochs": 1, "conv_dropout": 0.0,
+                      "dense_dropout": 0.0}),
+    Task("inference", "Inference", "Inference: ResNet-50 features (2048-d)",
+         ("parameters", "imports", "setup", "data", "model", "weights", "inference", "results"),
+         headline=("s_per_1000_images", "s per 1000 images"), metrics=("s_per_1000_images", "images_per_s"),
+         digits=2, parameters=("init_weights", "export_weights"),
+         equivalence={"repeats": 1}),  # the smoke profile's two 96x96 images per batch; features, not time
+    Task("rnn", "RNN", "RNN: embedding + GRU on IMDB",
+         ("parameters", "imports", "setup", "data", "model", "weights", "training", "evaluation", "results"),
+         headline=("train_s", "training time (s)"), metrics=("train_s", "accuracy"), digits=1,
+         train_split=25000, test_split=25000, parameters=("init_weights", "export_weights"),
+         # beta2 0: Adam's first step is then the same whether epsilon is added before the bias correction
+         # (Keras, MXNet, Chainer, CNTK) or after it (PyTorch, the TensorFlow notebook, Optax)
+         equivalence={"train_samples": 64, "test_samples": 64, "epochs": 1, "beta2": 0.0}),
+))
+
+
+def get(key):
+    """The task named `key`; ValueError naming the known tasks if there is none."""
+    if key not in TASKS:
+        raise ValueError("unknown task {!r}; known tasks: {}".format(key, ", ".join(TASKS)))
+    return TASKS[key]
+
+
+def section_title(tag):
+    """The title of a section tag; ValueError for a tag SECTION_TITLES does not name."""
+    if tag not in SECTION_TITLES:
+        raise ValueError("section tag {!r} has no title; add it to common/tasks.py SECTION_TITLES".format(tag))
+    return SECTION_TITLES[tag]
