@@ -24,7 +24,7 @@ import tempfile
 
 import numpy as np
 
-from common import tasks
+from common import results, tasks
 
 FORMAT_VERSION = 1
 LOGITS = "logits"  # optional entry of an exported file: the model's logits on a probe batch
@@ -152,3 +152,26 @@ def load_weights(path, task, params):
         arrays = {name: data[name].astype(np.float32) for name in data.files if name not in ("format_version", "task")}
     check(task, params, arrays)
     return arrays
+
+
+WEIGHT_CHOICES = ("auto", "imagenet", "random")
+
+
+def pretrained_or_random(choice, pretrained, random, unavailable=(OSError,)):
+    """(model, "imagenet" or "random"): build a model with ImageNet weights or random ones, as `choice` says.
+
+    `pretrained()` and `random()` build the model each way. "imagenet" fails where the weights cannot be
+    had; "auto" falls back to random weights with a notice when `pretrained()` raises one of `unavailable`
+    (a failed download: OSError in most frameworks); "random" never tries the download.
+    """
+    if choice not in WEIGHT_CHOICES:
+        raise ValueError("weights={!r}; choose one of {}".format(choice, ", ".join(WEIGHT_CHOICES)))
+    if choice != "random":
+        try:
+            return pretrained(), "imagenet"
+        except unavailable as error:
+            if choice == "imagenet":
+                raise
+            print("NOTICE: ImageNet weights unavailable ({}); using random initialisation".format(
+                results.first_line(str(error))))
+    return random(), "random"

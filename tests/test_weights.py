@@ -73,3 +73,19 @@ def test_resnet50_layout_is_torchvisions():
     reference = weights.reference_weights("inference", {}, seed=0)
     assert sum(a.size for a in reference.values()) == 23508032 + 53120  # parameters without fc, plus BN statistics
     assert 0.8 <= reference["layer4.2.bn3.running_var"].min() and reference["layer4.2.bn3.running_var"].max() <= 1.2
+
+
+def test_pretrained_or_random_follows_the_choice(capsys):
+    def offline():
+        raise OSError("no route to host\nsecond line")
+
+    assert weights.pretrained_or_random("auto", lambda: "zoo", lambda: "fresh") == ("zoo", "imagenet")
+    assert weights.pretrained_or_random("auto", offline, lambda: "fresh") == ("fresh", "random")
+    assert "NOTICE: ImageNet weights unavailable (no route to host); using random" in capsys.readouterr().out
+    assert weights.pretrained_or_random("random", offline, lambda: "fresh") == ("fresh", "random")
+    with pytest.raises(OSError):
+        weights.pretrained_or_random("imagenet", offline, lambda: "fresh")
+    with pytest.raises(KeyError):  # not a failed download: it is not hidden behind random weights
+        weights.pretrained_or_random("auto", lambda: {}["bug"], lambda: "fresh")
+    with pytest.raises(ValueError, match="weights='imagnet'; choose one of auto, imagenet, random"):
+        weights.pretrained_or_random("imagnet", offline, lambda: "fresh")
