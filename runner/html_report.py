@@ -1,14 +1,15 @@
 """The HTML face of the results: a run's report page, and one table merged from runs on several machines.
 
-Both pages are single self-contained files (inline CSS, bars drawn with CSS, no JavaScript needed).
-A run's page links each framework to its executed notebook, rendered to HTML by nbconvert.
+Both pages are single self-contained files (inline CSS, bars drawn with CSS, no JavaScript needed) that render the
+table model of runner/table.py. A run's page links each framework to its executed notebook, rendered to HTML by
+nbconvert. The merged table's Markdown is written here too, beside its page. This module imports runner/table.py,
+never runner/report.py (which imports this one).
 """
 
 import html
 from pathlib import Path
 
-from common import tasks
-from runner import report
+from runner import table
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; max-width: 1400px; }
@@ -19,6 +20,7 @@ th { background: #eef2f7; } td.num { text-align: right; font-variant-numeric: ta
 .bar { background: #4a7fb5; height: 12px; display: inline-block; vertical-align: middle; }
 .bad { color: #a40000; } .note { color: #555; font-size: 13px; max-width: 1000px; }
 """
+BAR_CLASS = "barcol"  # the class of the bar column's cells, which hold no text of the table model
 
 
 def _e(value):
@@ -50,43 +52,41 @@ def _bar(value, largest):
     return '<span class="bar" style="width:{:.0f}px"></span>'.format(max(1.0, 160.0 * value / largest))
 
 
-def _task_table(task, rows, links, checks=None):
-    key, _ = tasks.TASKS[task].headline
-    largest = max([r[key] for r in rows if r[key] is not None] or [0])
-    if task == "inference":
-        head = ["Framework", "Version", "Device", "Model", "Weights", "s / 1000 images", "", "min - max", "images/s",
-                "GFLOP/s", "Util.", "Status"] + (["Same as PyTorch"] if checks else [])
-    else:
-        head = ["Framework", "Version", "Device", "Data", "Training (s)", "", "First epoch (s)", "Epoch (s, median)",
-                "Compile (s)", "GFLOP/s", "Util.", "Accuracy", "Status"] + (["Same as PyTorch"] if checks else [])
-    lines = ["<table><tr>" + "".join("<th>{}</th>".format(_e(h)) for h in head) + "</tr>"]
-    for r in rows:
-        name = _e(report.label(r))
-        if links.get(r["notebook"]):
-            name = '<a href="{}">{}</a>'.format(_e(links[r["notebook"]]), name)
-        status = '<span class="{}">{}</span>'.format("" if r["status"] == "ok" else "bad", _e(report.status_text(r)))
-        cells = [name, _e(report.version_text(r)), _e(report.device_text(r))]
-        if task == "inference":
-            spread = "" if r["s_per_1000_images_min"] is None else "{} - {}".format(
-                report.number(r["s_per_1000_images_min"], 2), report.number(r["s_per_1000_images_max"], 2))
-            cells += [_e(r["model"]), _e(r["weights"]), report.number(r[key], 2), _bar(r[key], largest), spread,
-                      report.number(r["images_per_s"]), report.number(r["gflop_per_s"]), report.utilisation_text(r),
-                      status]
-            if checks:
-                cells.append(_e(report.same_as_pytorch(r, checks)))
-        else:
-            cells += [_e(r["data"]), report.number(r[key]), _bar(r[key], largest), report.number(r["first_epoch_s"]),
-                      report.number(r["epoch_s_median"]),
-                      (report.number(r["compile_s"], 2) or "-") if r["status"] == "ok" else "",
-                      report.number(r["gflop_per_s"]), report.utilisation_text(r), _e(report.accuracy_text(r, rows)),
-                      status]
-            if checks:
-                cells.append(_e(report.same_as_pytorch(r, checks)))
-        numeric = {4, 6, 7, 8, 9, 10, 11} if task != "inference" else {5, 7, 8, 9, 10}
-        lines.append("<tr>" + "".join('<td class="num">{}</td>'.format(c) if i in numeric else "<td>{}</td>".format(c)
-                                      for i, c in enumerate(cells)) + "</tr>")
+def _cell(column, text, source, links):
+    """A cell's inner HTML: its text, linked to the notebook (framework) or marked as a failure (status)."""
+    inner = _e(text)
+    if source is None:
+        return inner
+    if column.key == "framework" and links.get(source["notebook"]):
+        return '<a href="{}">{}</a>'.format(_e(links[source["notebook"]]), inner)
+    if column.key == "status" and source["status"] != "ok":
+        return '<span class="bad">{}</span>'.format(inner)
+    return inner
+
+
+def table_html(model, links=None, bars=True):
+    """One table of the model as HTML, with a bar beside each headline figure; framework names link to `links`
+    ({notebook name: html name}); the rows' notes follow it."""
+    links = links or {}
+    metric = model.task.headline[0]
+    values = [r.source[metric] for r in model.rows if r.source and r.source[metric] is not None]
+    largest = max(values or [0])
+    head = []
+    for column in model.columns:
+        head.append("<th>{}</th>".format(_e(column.heading)))
+        if bars and column.headline:
+            head.append('<th class="{}"></th>'.format(BAR_CLASS))
+    lines = ['<table class="results"><tr>' + "".join(head) + "</tr>"]
+    for r in model.rows:
+        cells = []
+        for column, text in zip(model.columns, r.cells):
+            cells.append('<td{}>{}</td>'.format(' class="num"' if column.numeric else "", _cell(column, text, r.source, links)))
+            if bars and column.headline:
+                value = r.source[metric] if r.source else None
+                cells.append('<td class="{}">{}</td>'.format(BAR_CLASS, _bar(value, largest)))
+        lines.append("<tr>" + "".join(cells) + "</tr>")
     lines.append("</table>")
-    lines += ['<p class="note">{}</p>'.format(_e(note)) for note in report.row_notes(rows)]
+    lines += ['<p class="note">{}</p>'.format(_e(note)) for note in model.notes]
     return "\n".join(lines)
 
 
@@ -101,7 +101,7 @@ def _environment_table(records):
             continue
         seen.add(identity)
         backend = env.get("backend") and "{} {}".format(env.get("backend"), env.get("backend_version"))
-        cells = [report.label(report.row(record)), env.get("framework_version"), backend, env.get("python"),
+        cells = [table.label(record), env.get("framework_version"), backend, env.get("python"),
                  env.get("numpy"), env.get("device"), ", ".join(env.get("gpus") or []) or "none", env.get("cuda"),
                  env.get("cudnn"), env.get("precision"), env.get("threads"), env.get("cpu"), env.get("os"),
                  env.get("build")]
@@ -110,104 +110,45 @@ def _environment_table(records):
     return "\n".join(lines)
 
 
-def run_page(run_dir, records, links):
-    """The report page of one run folder as HTML."""
-    from runner import equivalence
+def run_page(run_dir, records, links, checks=None):
+    """The report page of one run folder as HTML; `checks` defaults to the run's equivalence checks."""
+    if checks is None:
+        from runner import equivalence
 
-    checks = equivalence.load(Path(run_dir))
-    rows = [report.row(r) for r in records]
-    profiles = ", ".join(sorted({r["profile"] for r in rows})) or "-"
-    hardware = "; ".join(sorted({r["hardware"] for r in rows if r["hardware"]})) or "-"
-    body = ['<p class="note">Profile <b>{}</b> on {}. {}</p>'.format(_e(profiles), _e(hardware), _e(report.TIMING_NOTE))]
-    for task, heading in ((k, t.title) for k, t in tasks.TASKS.items()):
-        task_rows = [r for r in rows if r["task"] == task]
-        if task_rows:
-            body += ["<h2>{}</h2>".format(_e(heading)), _task_table(task, task_rows, links, checks)]
-    body.append('<p class="note">{}</p>'.format(_e(report.ACCURACY_NOTE)))
-    body.append('<p class="note">{}</p>'.format(_e(report.FLOPS_NOTE)))
-    body.append('<p class="note">{} {}</p>'.format(_e(report.PRECISION_NOTE), _e(report.HOST_TO_DEVICE_NOTE)))
-    if checks:
-        body.append('<p class="note">{}</p>'.format(_e(report.EQUIVALENCE_NOTE)))
+        checks = equivalence.load(Path(run_dir))
+    model = table.build(records, checks)
+    body = ['<p class="note">Profile <b>{}</b> on {}.</p>'.format(_e(", ".join(model.profiles) or "-"),
+                                                                 _e("; ".join(model.hardware) or "-"))]
+    for task_table in model.tables:
+        body += ["<h2>{}</h2>".format(_e(task_table.title)), table_html(task_table, links)]
+    body += ['<p class="note">{}</p>'.format(_e(note)) for note in model.notes]
     body += ["<h2>Environment</h2>", _environment_table(records),
              '<p class="note">Each framework name links to its executed notebook. Tables: results.md, results.csv, '
              'results.json; plot: results.png.</p>']
     return _page("DL Rosetta Stone: results of {}".format(Path(run_dir).name), "\n".join(body))
 
 
-def write_run_page(run_dir):
+def write_run_page(run_dir, records=None, checks=None):
     """Render the run's notebooks and write report.html into the run folder; return its path."""
     run_dir = Path(run_dir)
-    records = report.load_records(run_dir)
+    records = table.load_records(run_dir) if records is None else records
     path = run_dir / "report.html"
-    path.write_text(run_page(run_dir, records, render_notebooks(run_dir)))
+    path.write_text(run_page(run_dir, records, render_notebooks(run_dir), checks))
     return path
-
-
-def machine_column(run_dir, records):
-    """The heading of a run's column in the merged table: its hardware, device kind and profile."""
-    rows = [report.row(r) for r in records]
-    hardware = sorted({r["hardware"] for r in rows if r["hardware"]}) or ["unknown hardware"]
-    profiles = sorted({r["profile"] for r in rows}) or ["?"]
-    return "{} | {}".format(" + ".join(hardware), "/".join(profiles)), Path(run_dir).name
-
-
-def merged(run_dirs):
-    """Rows of the merged table: {task: {(framework label): {column: cell text}}} plus the column headings."""
-    columns, table, ranks = [], {task: {} for task in tasks.TASKS}, {}
-    for run_dir in run_dirs:
-        records = report.load_records(run_dir)
-        heading, name = machine_column(run_dir, records)
-        column = "{} ({})".format(heading, name)
-        columns.append(column)
-        for r in (report.row(record) for record in records):
-            key, _ = tasks.TASKS[r["task"]].headline
-            if r["status"] != "ok":
-                cell = report.status_text(r)
-            else:
-                cell = report.number(r[key], 2 if r["task"] == "inference" else 1)
-                if r["accuracy"] is not None:
-                    cell += " (acc {})".format(report.number(r["accuracy"], 3))
-                if r["data"] == "synthetic" and r["task"] != "inference":
-                    cell += " [synthetic data]"
-                if r["weights"] == "random":
-                    cell += " [random weights]"
-            table[r["task"]].setdefault(report.label(r), {})[column] = cell
-            ranks[report.label(r)] = report.catalog_rank(r["framework"], r["variant"])
-    for task, rows in table.items():  # catalog order, frameworks it does not know last
-        table[task] = dict(sorted(rows.items(), key=lambda item: ranks[item[0]]))
-    return columns, table
 
 
 def merged_markdown(run_dirs):
     """The merged table as Markdown: one column per machine and profile, one row per framework, per task."""
-    columns, table = merged(run_dirs)
-    lines = ["## Results from {} runs".format(len(columns)), "",
-             "Each column is one results folder: its hardware and profile. Cells: the task's headline figure "
-             "(training time in s, or s per 1000 images) with accuracy; data or weights that were not the real ones are "
-             "flagged in the cell, so runs that differ are shown, not mixed silently."]
-    for task, heading in ((k, t.title) for k, t in tasks.TASKS.items()):
-        if not table[task]:
-            continue
-        lines += ["", "### " + heading, "", "| Framework | " + " | ".join(c.replace("|", "/") for c in columns) + " |",
-                  "|---|" + "---|" * len(columns)]
-        for framework, cells in table[task].items():
-            lines.append("| {} | {} |".format(framework, " | ".join(cells.get(c, "not run").replace("|", "/")
-                                                                     for c in columns)))
+    tables = table.merged(run_dirs)
+    lines = ["## Results from {} runs".format(len(run_dirs)), "", table.MERGED_NOTE]
+    for task_table in tables:
+        lines += ["", "### " + task_table.title, ""] + table.markdown_lines(task_table)
     return "\n".join(lines) + "\n"
 
 
 def merged_page(run_dirs):
     """The merged table as an HTML page."""
-    columns, table = merged(run_dirs)
-    body = ['<p class="note">One column per results folder (hardware | profile). Cells: headline figure with '
-            'accuracy; synthetic data and random weights are flagged.</p>']
-    for task, heading in ((k, t.title) for k, t in tasks.TASKS.items()):
-        if not table[task]:
-            continue
-        body.append("<h2>{}</h2><table><tr><th>Framework</th>{}</tr>".format(
-            _e(heading), "".join("<th>{}</th>".format(_e(c)) for c in columns)))
-        for framework, cells in table[task].items():
-            body.append("<tr><td>{}</td>{}</tr>".format(_e(framework), "".join(
-                "<td>{}</td>".format(_e(cells.get(c, "not run"))) for c in columns)))
-        body.append("</table>")
+    body = ['<p class="note">{}</p>'.format(_e(table.MERGED_NOTE))]
+    for task_table in table.merged(run_dirs):
+        body += ["<h2>{}</h2>".format(_e(task_table.title)), table_html(task_table, bars=False)]
     return _page("DL Rosetta Stone: results from several machines", "\n".join(body))

@@ -1,9 +1,11 @@
 """The comparison table and plot, from hand-made records (no notebook runs)."""
 
+from html.parser import HTMLParser
+
 import pytest
 
-from common import environment, results
-from runner import report
+from common import environment, results, tasks
+from runner import html_report, report, table
 
 
 def ok_record(framework, task, variant=None, **metrics):
@@ -30,6 +32,7 @@ def test_rows_follow_the_catalog_and_show_compile_time_and_failures(tmp_path):
         ("cnn", "PyTorch", None), ("cnn", "Keras", "tensorflow"), ("cnn", "Keras", "torch"), ("cnn", "JAX", None),
         ("inference", "PyTorch", None),
     ]
+    assert report.label(report.row(ordered[2])) == "Keras (torch)" == results.label("Keras", "torch")
     text = report.markdown(ordered)
     assert "| JAX | 1.0 | cpu | synthetic | 1.0 |" in text and "| 2.50 |  |  | 0.900 | ok |" in text
     assert "failed: RuntimeError: CUDA / out of memory" in text  # a '|' in an error cannot break the table
@@ -88,7 +91,7 @@ def test_the_equivalence_check_fills_a_same_as_pytorch_column(tmp_path):
     (run_dir / equivalence.EQUIVALENCE_DIR / equivalence.RESULT_FILE).write_text(
         json.dumps({"rnn": equivalence.document("rnn", checked)}))
     text = report.write_report(run_dir)
-    assert "| Accuracy | Status | Same as PyTorch |" in text and report.EQUIVALENCE_NOTE in text
+    assert "| Accuracy | Status | Same as PyTorch |" in text and table.EQUIVALENCE_NOTE in text
     assert text.count("| ok | reference |") == 2 and "| ok | yes (logits within 1.5e-07) |" in text  # rnn and inference
     assert "| ok | no: reset gate / before |" in text and "| ok | not checked |" in text  # MXNet was not checked
     assert "| 200.0 |  |  | ok | reference |\n" in text
@@ -104,18 +107,18 @@ def test_accuracy_flags_chance_level_runs_and_full_runs_off_the_median():
         record = ok_record(framework, task, train_s=1.0, accuracy=accuracy)
         record.update(profile=profile, data={"source": data, "description": "x"},
                       params={"num_classes": 10 if task == "cnn" else 2, "test_samples": test_samples})
-        return report.row(record)
+        return table.row(record)
 
     quick = [row_of("PyTorch", 0.104), row_of("JAX", 0.149), row_of("MXNet", 0.151)]
-    assert [report.accuracy_flag(r, quick) for r in quick] == ["not above chance", "not above chance", None]
+    assert [table.accuracy_flag(r, quick) for r in quick] == ["not above chance", "not above chance", None]
     small = row_of("PyTorch", 0.60, task="rnn", test_samples=128)  # 3 standard errors at 128 reviews: 0.13
-    assert report.accuracy_flag(small, [small]) == "not above chance"
+    assert table.accuracy_flag(small, [small]) == "not above chance"
     full = [row_of(name, acc, "full", "real", test_samples=None) for name, acc in
             (("PyTorch", 0.770), ("TensorFlow", 0.766), ("Keras", 0.778), ("JAX", 0.730))]
-    assert [report.accuracy_flag(r, full) for r in full] == [None, None, None, "3.8 points from median"]
-    assert report.accuracy_text(full[3], full) == "0.730 (3.8 points from median)"
+    assert [table.accuracy_flag(r, full) for r in full] == [None, None, None, "3.8 points from median"]
+    assert table.accuracy_text(full[3], full) == "0.730 (3.8 points from median)"
     synthetic_full = row_of("JAX", 0.731, "full", "synthetic", test_samples=None)
-    assert report.accuracy_flag(synthetic_full, full + [synthetic_full]) is None  # only real data is compared
+    assert table.accuracy_flag(synthetic_full, full + [synthetic_full]) is None  # only real data is compared
 
 
 def test_throughput_counts_an_epochs_flops_against_the_device_peak():
@@ -125,15 +128,15 @@ def test_throughput_counts_an_epochs_flops_against_the_device_peak():
     record = ok_record("PyTorch", "cnn", train_s=100.0, accuracy=0.5)
     record.update(params=params, timings={"epoch_s": {"median": 100.0}})
     record["environment"].update(threads=2, cpu_mhz=2000.0, cpu_simd="avx2")
-    gflops, peak = report.throughput(record)
+    gflops, peak = table.throughput(record)
     samples = 10000 // 64 * 64  # whole batches
     assert gflops == pytest.approx(flops.cnn_training_flops(params) * samples / 100.0 / 1e9) and 35 < gflops < 40
     assert peak == 2 * 2.0 * 32  # cores x GHz x FLOPs per cycle
-    assert report.utilisation_text(report.row(record)) == "{:.0f}%".format(100 * gflops / peak)
+    assert table.utilisation_text(table.row(record)) == "{:.0f}%".format(100 * gflops / peak)
     record["environment"].update(device="cuda:0", gpus=["NVIDIA H100 80GB HBM3"])
-    assert report.throughput(record)[1] == 67000.0
+    assert table.throughput(record)[1] == 67000.0
     record["environment"].update(gpus=["Some Future GPU"])
-    assert report.throughput(record)[1] is None and report.utilisation_text(report.row(record)) == ""
+    assert table.throughput(record)[1] is None and table.utilisation_text(table.row(record)) == ""
 
 
 def gpu_record(framework, device, gpu_name, details=None, precision="tf32", **metrics):
@@ -148,16 +151,16 @@ def gpu_record(framework, device, gpu_name, details=None, precision="tf32", **me
 
 
 def test_gpu_rows_name_their_gpu_precision_and_peak_for_every_framework_spelling():
-    h100 = report.row(gpu_record("TensorFlow", "/GPU:0", "NVIDIA H100 80GB HBM3"))
+    h100 = table.row(gpu_record("TensorFlow", "/GPU:0", "NVIDIA H100 80GB HBM3"))
     assert h100["hardware"] == "NVIDIA H100 80GB HBM3 x1"  # not the CPU: TensorFlow's /GPU:0 is a GPU run
     assert h100["peak_gflop_per_s"] == 67000.0 and not h100["peak_estimated"]
-    assert report.device_text(h100) == "/GPU:0 tf32"
-    a10g = report.row(gpu_record("MXNet", "gpu(0)", "NVIDIA A10G", precision="tf32", details=[
+    assert table.device_text(h100) == "/GPU:0 tf32"
+    a10g = table.row(gpu_record("MXNet", "gpu(0)", "NVIDIA A10G", precision="tf32", details=[
         {"name": "NVIDIA A10G", "compute_capability": "8.6", "multiprocessors": 80, "max_clock_mhz": 1710.0}]))
     assert a10g["peak_gflop_per_s"] == pytest.approx(35020.8) and a10g["peak_estimated"]
-    assert report.utilisation_text(a10g).endswith("%*")
-    t4 = report.row(gpu_record("Chainer", "@cupy:0", "Tesla T4", precision="fp32"))
-    assert report.device_text(t4) == "@cupy:0" and t4["peak_gflop_per_s"] == 8100.0
+    assert table.utilisation_text(a10g).endswith("%*")
+    t4 = table.row(gpu_record("Chainer", "@cupy:0", "Tesla T4", precision="fp32"))
+    assert table.device_text(t4) == "@cupy:0" and t4["peak_gflop_per_s"] == 8100.0
 
 
 def test_rows_that_could_not_use_the_gpu_say_why():
@@ -173,3 +176,122 @@ def test_rows_that_could_not_use_the_gpu_say_why():
     assert "| unavailable on this GPU: mxnet-gpu.txt (CUDA 11.2): this NVIDIA H100" in text  # said once, not twice
     assert "| PyTorch | 2.11.0+cu130 (adopted) |" in text
     assert "every framework's timed loop starts from batches in host memory" in text
+
+
+class _HTMLTables(HTMLParser):
+    """The results tables of a page (<table class="results">): per table, rows of cell texts; bar cells left out."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.titles, self._title, self._cell, self._in_results = [], [], None, None, False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "h2":
+            self._title = ""
+        elif tag == "table":
+            self._in_results = attrs.get("class") == "results"
+            if self._in_results:
+                self.tables.append([])
+                self.titles.append(self.last_title)
+        elif tag == "tr" and self._in_results:
+            self.tables[-1].append([])
+        elif tag in ("th", "td") and self._in_results and attrs.get("class") != html_report.BAR_CLASS:
+            self._cell = ""
+
+    def handle_endtag(self, tag):
+        if tag == "h2":
+            self.last_title, self._title = self._title, None
+        elif tag == "table":
+            self._in_results = False
+        elif tag in ("th", "td") and self._cell is not None:
+            self.tables[-1][-1].append(self._cell)
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._title is not None:
+            self._title += data
+        if self._cell is not None:
+            self._cell += data
+
+
+def html_tables(page):
+    """{table title (the h2 above it): rows of cell texts, the heading row first} of an HTML page's results tables."""
+    parser = _HTMLTables()
+    parser.feed(page)
+    return dict(zip(parser.titles, parser.tables))
+
+
+def markdown_tables(text):
+    """{table title (the ### above it): rows of cell texts, the heading row first} of a Markdown page's tables."""
+    tables, title = {}, None
+    for line in text.splitlines():
+        if line.startswith("### "):
+            title = line[4:]
+        elif line.startswith("|") and not line.startswith("|---"):
+            tables.setdefault(title, []).append([cell.strip() for cell in line.strip()[1:-1].split(" | ")])
+    return tables
+
+
+def test_markdown_and_html_show_the_same_tables(tmp_path):
+    import json
+
+    from runner import equivalence
+
+    unusable = ok_record("JAX", "cnn", train_s=1.0, accuracy=0.9, compile_s=2.5)
+    unusable["environment"]["gpu_unused"] = "JAX could not use this machine's GPU: no CUDA plugin"
+    adopted = ok_record("PyTorch", "rnn", train_s=7.25, accuracy=0.55)
+    adopted["environment"].update(build="adopted /usr/bin/python3.12", framework_version="2.11.0+cu130")
+    inference = gpu_record("PyTorch", "cuda:0", "NVIDIA H100 80GB HBM3", s=4.0)
+    inference["timings"] = {"s_per_1000_images": {"min": 3.5, "max": 4.75}}
+    run_dir = write_run(tmp_path / "run", "quick", [
+        ok_record("PyTorch", "cnn", train_s=2.0, accuracy=0.5), unusable,
+        results.failure_record("MXNet", "cnn", "quick", "failed", "ValueError: planted failure"),
+        results.failure_record("TensorFlow", "cnn", "quick", "timeout", "stopped after 10 s"),
+        adopted, ok_record("Keras", "rnn", "jax", train_s=3.0, accuracy=0.6), inference,
+        ok_record("JAX", "inference", s_per_1000_images=5.0, images_per_s=200.0)])
+    checked = [{"task": "cnn", "framework": "JAX", "failures": [], "equivalent": True, "reason": None,
+                "step_differences": {}, "logits_max_abs": 1e-6}]
+    (run_dir / equivalence.EQUIVALENCE_DIR).mkdir()
+    (run_dir / equivalence.EQUIVALENCE_DIR / equivalence.RESULT_FILE).write_text(
+        json.dumps({"cnn": equivalence.document("cnn", checked)}))
+    markdown = markdown_tables(report.write_report(run_dir))
+    page = html_tables((run_dir / "report.html").read_text())
+    assert list(markdown) == list(page) == [task.title for task in tasks.TASKS.values()]
+    assert markdown == page
+    cnn = markdown[tasks.TASKS["cnn"].title]
+    assert cnn[0][-3:] == ["Accuracy", "Status", "Same as PyTorch"]
+    assert ["MXNet", "", "", "", "", "", "", "", "", "", "", "failed: ValueError: planted failure", "not checked"] in cnn
+    jax = next(cells for cells in cnn if cells[0] == "JAX")
+    assert jax[1:3] == ["1.0", "cpu (GPU not used)"] and jax[-1] == "yes (logits within 1.0e-06)"
+    inference_rows = markdown[tasks.TASKS["inference"].title]
+    assert "Accuracy" not in inference_rows[0] and "3.50 - 4.75" in inference_rows[1]
+
+
+def test_merged_markdown_and_html_show_the_same_tables(tmp_path):
+    quick = write_run(tmp_path / "a-quick", "quick", [ok_record("PyTorch", "cnn", train_s=40.0, accuracy=0.5),
+                                                      ok_record("PyTorch", "inference", s_per_1000_images=5.0,
+                                                                images_per_s=200.0)])
+    smoke = write_run(tmp_path / "b-smoke", "smoke", [
+        ok_record("JAX", "cnn", train_s=2.0, accuracy=0.2),
+        results.failure_record("PyTorch", "cnn", "smoke", "failed", "RuntimeError: out of memory")])
+    markdown = markdown_tables(html_report.merged_markdown([quick, smoke]))
+    page = html_tables(html_report.merged_page([quick, smoke]))
+    # the Markdown makes the '|' between hardware and profile in a heading a '/'
+    assert markdown == {title: [[cell.replace("|", "/") for cell in cells] for cells in rows] for title, rows in page.items()}
+    assert markdown[tasks.TASKS["inference"].title][1] == ["PyTorch", "5.00", "not run"]
+    assert markdown[tasks.TASKS["cnn"].title][1][2] == "failed: RuntimeError: out of memory"
+
+
+def test_each_column_is_declared_once_and_the_task_chooses_its_columns():
+    keys = [column.key for column in table.COLUMNS]
+    assert len(keys) == len(set(keys)) and len({c.heading for c in table.COLUMNS}) == len(keys)
+    for task in tasks.TASKS.values():
+        columns = table.columns_for(task)
+        headlines = [column.key for column in columns if column.headline]
+        assert headlines == [task.headline[0]]  # one headline figure per table: the task's
+        assert ("Accuracy" in [c.heading for c in columns]) == task.trains
+        assert ("Model" in [c.heading for c in columns]) != task.trains
+        assert "Same as PyTorch" not in [c.heading for c in columns]
+        assert [c.heading for c in table.columns_for(task, {("x", "y"): {}})][-1] == "Same as PyTorch"
+    assert all(any(column.applies(task) for task in tasks.TASKS.values()) for column in table.COLUMNS)

@@ -1,0 +1,476 @@
+"""The results tables, declared once: flat rows from result records, and the table model every output renders.
+
+`row()` flattens a record into the CSV/JSON row. COLUMNS declares each column of the per-task tables once (heading,
+cell text, alignment, which tasks have it); `build()` turns a run's records into a `Results`: one `Table` per task with
+a row of cell texts per record, and the notes under the tables. `merged()` builds the multi-machine tables in the same
+shape. runner/report.py renders the model as Markdown (with the CSV, JSON and plot beside it) and runner/html_report.py
+as HTML; this module imports neither, so runner/ has no import cycle.
+"""
+
+import dataclasses
+from pathlib import Path
+from typing import Callable, Optional
+
+from common import environment, flops, results, tasks
+from runner import catalog
+from runner.execution import RECORD_SUFFIX
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Records and flat rows (results.csv, results.json)
+
+CSV_COLUMNS = (
+    "framework", "variant", "task", "profile", "status", "error", "data", "weights", "model", "device", "hardware",
+    "framework_version", "threads", "compile_s", "train_s", "first_epoch_s", "epoch_s_median", "accuracy",
+    "s_per_1000_images", "s_per_1000_images_min", "s_per_1000_images_max", "images_per_s", "warmup_s",
+    "duration_s", "notebook", "gflop_per_s", "peak_gflop_per_s", "utilisation", "num_classes", "test_samples",
+    "same_as_pytorch", "accuracy_flag", "precision", "gpu_unused", "build", "peak_estimated",
+)
+
+
+def catalog_rank(framework, variant):
+    """A framework variant's place in the catalog, for table order; ones the catalog does not know come last."""
+    rows = [(f.label, v.name) for f in catalog.FRAMEWORKS for v in f.variants]
+    return rows.index((framework, variant)) if (framework, variant) in rows else len(rows)
+
+
+def load_records(run_dir):
+    """Read every result record in a run folder, in table order (task, then framework)."""
+    records = [results.read_result(str(p)) for p in sorted(Path(run_dir).glob("*" + RECORD_SUFFIX))]
+    task_order = list(tasks.TASKS)
+
+    def key(record):
+        rank = catalog_rank(record["framework"], record.get("variant"))
+        return task_order.index(record["task"]), rank, record["framework"], record.get("variant") or ""
+
+    return sorted(records, key=key)
+
+
+def throughput(record):
+    """(achieved GFLOP/s, peak GFLOP/s of the device) of a finished record, each None where unknown."""
+    return achieved_gflops(record), device_peak(record.get("environment") or {})[0]
+
+
+def achieved_gflops(record):
+    """A finished record's achieved GFLOP/s, None where unknown.
+
+    Training: the analytic FLOPs of a step (common/flops.py) times the samples of an epoch, over the median
+    epoch. Inference (the task that trains nothing): a ResNet-50 forward pass's FLOPs per image over the median
+    time per image.
+    """
+    task = tasks.get(record["task"])
+    params, metrics, timings = record.get("params") or {}, record.get("metrics") or {}, record.get("timings") or {}
+    try:
+        if not task.trains and metrics.get("s_per_1000_images"):
+            version = "1" if str(record.get("model") or "").startswith("ResNet-50 v1,") else "1.5"
+            achieved = flops.resnet50_forward_flops(params["image_size"], version) * 1000 / metrics["s_per_1000_images"]
+        elif task.trains and (timings.get("epoch_s") or {}).get("median"):
+            samples = params.get("train_samples") or task.train_split
+            samples = samples // params["batch_size"] * params["batch_size"]
+            achieved = flops.training_flops(task.key, params) * samples / timings["epoch_s"]["median"]
+        else:
+            return None
+    except KeyError:  # a record without the hyperparameters the count needs
+        return None
+    return achieved / 1e9
+
+
+def device_peak(env):
+    """(fp32 peak GFLOP/s of the device a record ran on, estimated?): the GPU's row in common/flops.py, else an
+    estimate from the multiprocessors and clock its driver reported; for a CPU run, the CPU estimate."""
+    gpu = environment.gpu_used(env)
+    if not gpu:
+        cores = env.get("threads") or env.get("cpu_count")
+        return flops.cpu_peak_gflops(cores, env.get("cpu_mhz"), env.get("cpu_simd")), False
+    peaks = flops.gpu_peak_tflops(gpu)
+    if peaks:
+        return peaks["fp32"] * 1000, False
+    details = (env.get("gpu_details") or [{}])[0]
+    estimate = flops.gpu_peak_estimate(details.get("compute_capability"), details.get("multiprocessors"),
+                                       details.get("max_clock_mhz"))
+    return (None, False) if estimate is None else (estimate * 1000, True)
+
+
+def row(record):
+    """Flatten a record into the CSV/JSON table row."""
+    metrics = record.get("metrics") or {}
+    timings = record.get("timings") or {}
+    env = record.get("environment") or {}
+    per_1000 = timings.get("s_per_1000_images") or {}
+    finished = record["status"] == "ok"
+    gflops = achieved_gflops(record) if finished else None
+    peak, estimated = device_peak(env) if finished else (None, False)
+    return {
+        "precision": env.get("precision"),
+        "gpu_unused": env.get("gpu_unused"),
+        "build": env.get("build"),
+        "peak_estimated": estimated if peak else None,
+        "framework": record["framework"],
+        "variant": record.get("variant"),
+        "task": record["task"],
+        "profile": record["profile"],
+        "status": record["status"],
+        "error": record.get("error"),
+        "data": (record.get("data") or {}).get("source"),
+        "weights": record.get("weights"),
+        "model": record.get("model"),
+        "device": record.get("device"),
+        "hardware": environment.hardware_label(env) if env else None,
+        "framework_version": env.get("framework_version"),
+        "threads": env.get("threads"),
+        "compile_s": timings.get("compile_s"),
+        "train_s": metrics.get("train_s"),
+        "first_epoch_s": timings.get("first_epoch_s"),
+        "epoch_s_median": (timings.get("epoch_s") or {}).get("median"),
+        "accuracy": metrics.get("accuracy"),
+        "s_per_1000_images": metrics.get("s_per_1000_images"),
+        "s_per_1000_images_min": per_1000.get("min"),
+        "s_per_1000_images_max": per_1000.get("max"),
+        "images_per_s": metrics.get("images_per_s"),
+        "warmup_s": timings.get("warmup_s"),
+        "duration_s": record.get("duration_s"),
+        "notebook": record.get("notebook"),
+        "gflop_per_s": gflops,
+        "peak_gflop_per_s": peak,
+        "utilisation": gflops / peak if gflops is not None and peak else None,
+        "num_classes": (record.get("params") or {}).get("num_classes"),
+        "test_samples": (record.get("params") or {}).get("test_samples"),
+    }
+
+
+def flat_rows(records, checks=None):
+    """The CSV/JSON rows of a run: row() of each record with its equivalence verdict and accuracy flag."""
+    rows = [row(r) for r in records]
+    for r in rows:
+        r["same_as_pytorch"] = same_as_pytorch(r, checks) if checks else None
+        r["accuracy_flag"] = accuracy_flag(r, [x for x in rows if x["task"] == r["task"]])
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Cell texts
+
+def label(r):
+    """A row's framework name with its variant, e.g. 'Keras (jax)' (common.results.label of the row)."""
+    return results.label(r["framework"], r.get("variant"))
+
+
+def number(value, digits=1):
+    """A figure for a table cell ('' for None)."""
+    return "" if value is None else "{:.{}f}".format(value, digits)
+
+
+def status_text(r):
+    """'ok', or the status with the first line of the error ('|' made safe for Markdown tables).
+
+    An error that starts with its status ('unavailable on this GPU: ...') is shown as it is."""
+    if r["status"] == "ok":
+        return "ok"
+    error = (r["error"] or "").replace("|", "/")
+    return error if error.startswith(r["status"]) else "{}: {}".format(r["status"], error)
+
+
+def device_text(r):
+    """The Device cell: the framework's device name, its float32 precision on a GPU ('cuda:0 tf32'), and
+    'GPU not used' for a CPU run on a machine whose GPU the framework could not use (the notes say why)."""
+    text = r["device"] or ""
+    if r["precision"] and r["precision"] != "fp32":
+        text += " " + r["precision"]
+    if r["gpu_unused"]:
+        text += " (GPU not used)"
+    return text
+
+
+def version_text(r):
+    """The Version cell: the framework's version, marked where it ran on an adopted interpreter."""
+    adopted = (r["build"] or "").startswith("adopted")
+    return (r["framework_version"] or "") + (" (adopted)" if adopted else "")
+
+
+def utilisation_text(r):
+    """The utilisation cell, e.g. '12%' ('12%*' against an estimated GPU peak), or '' when either is unknown."""
+    if r["utilisation"] is None:
+        return ""
+    return "{:.0f}%{}".format(100 * r["utilisation"], "*" if r["peak_estimated"] else "")
+
+
+def accuracy_flag(r, task_rows):
+    """A warning about a trained row's accuracy, or None: no better than chance, or (full, real data) off the median."""
+    task = tasks.get(r["task"])
+    if r["accuracy"] is None or not task.trains:
+        return None
+    chance = 1.0 / (r["num_classes"] or 2)
+    samples = r["test_samples"] or task.test_split
+    margin = max(0.05, 3 * (chance * (1 - chance) / samples) ** 0.5)
+    if r["accuracy"] < chance + margin:
+        return "not above chance"
+    if r["profile"] == "full" and r["data"] == "real":
+        peers = sorted(x["accuracy"] for x in task_rows
+                       if x["accuracy"] is not None and x["profile"] == "full" and x["data"] == "real")
+        middle = len(peers) // 2
+        median = peers[middle] if len(peers) % 2 else (peers[middle - 1] + peers[middle]) / 2
+        if abs(r["accuracy"] - median) > 0.02:
+            return "{:.1f} points from median".format(100 * abs(r["accuracy"] - median))
+    return None
+
+
+def accuracy_text(r, task_rows):
+    """The accuracy cell: the figure, and its flag in parentheses when there is one."""
+    flag = accuracy_flag(r, task_rows)
+    return number(r["accuracy"], 3) + (" ({})".format(flag) if flag else "")
+
+
+def same_as_pytorch(r, checks):
+    """The table cell saying whether a row computes PyTorch's function from shared weights."""
+    from runner import equivalence
+
+    if r["task"] not in equivalence.TASKS:
+        return None
+    if r["framework"] == "PyTorch":
+        return "reference"
+    result = checks.get((r["task"], label(r)))
+    return equivalence.verdict(result).replace("|", "/") if result else "not checked"
+
+
+def headline_text(r, task):
+    """The task's headline figure of a row, with the task's decimals."""
+    return number(r[task.headline[0]], task.digits)
+
+
+def merged_cell(r):
+    """A row's cell in the merged table: its status, or the headline figure with accuracy and what was not real."""
+    if r["status"] != "ok":
+        return status_text(r)
+    task = tasks.get(r["task"])
+    text = headline_text(r, task)
+    if r["accuracy"] is not None:
+        text += " (acc {})".format(number(r["accuracy"], 3))
+    if r["data"] == "synthetic" and task.trains:
+        text += " [synthetic data]"
+    if r["weights"] == "random":
+        text += " [random weights]"
+    return text
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Notes under the tables
+
+TIMING_NOTE = ("Training time is the sum of the timed epochs, the device synchronised before each clock stop. "
+               "Compile: seconds spent tracing and compiling the training step before the first epoch, where the "
+               "framework does that ahead; '-' where it runs eagerly or compiles inside its first epoch (Keras), "
+               "which is then slower than the median epoch.")
+ACCURACY_NOTE = ("Accuracy flags: 'not above chance' where a run does not beat chance by a clear margin (5 points, "
+                 "or 3 standard errors of a chance-level score on its test samples if more); with the full profile "
+                 "on real data, 'N points from median' where it lies more than 2 points from its task's median.")
+FLOPS_NOTE = ("GFLOP/s: analytic FLOPs (common/flops.py: convolutions, dense layers and GRU products; a training "
+              "step counted as three forward passes; ResNet-50 v1 or v1.5 as the row's model) over the median "
+              "epoch, or per image for inference. Util.: that over the device's fp32 peak: the vendor's figure for "
+              "a listed GPU (runs that use TF32 or fp16 tensor cores can pass 100%), for another GPU an estimate "
+              "(marked *: multiprocessors x fp32 units x 2 x the clock its driver reports), or for a CPU an estimate, "
+              "cores x clock x FLOPs per cycle of its vector unit, with the clock the system reports (a CPU that "
+              "boosts above it can pass 100%).")
+PRECISION_NOTE = ("Precision: float32 everywhere. On GPUs with TF32 tensor cores (compute capability 8.0 and newer) "
+                  "every framework is set to allow TF32 for float32 matrix products and convolutions, as TensorFlow and "
+                  "JAX do by default (frameworks/<name>.py, set_precision); such rows say tf32 beside their device.")
+HOST_TO_DEVICE_NOTE = ("Inference: every framework's timed loop starts from batches in host memory (NumPy) and "
+                       "includes their copy to the device.")
+EQUIVALENCE_NOTE = ("Same as PyTorch: from one shared weight file, does the notebook compute PyTorch's logits and "
+                    "training step, or ResNet-50's features? (`runner/equivalence.py`, on the CPU with smoke-sized "
+                    "data).")
+MERGED_NOTE = ("Each column is one results folder: its hardware and profile. Cells: the task's headline figure "
+               "(training time in s, or s per 1000 images) with accuracy; data or weights that were not the real ones are "
+               "flagged in the cell, so runs that differ are shown, not mixed silently.")
+
+
+def notes(checks=None):
+    """The notes that explain a run's tables, in order; the equivalence note only where there are checks."""
+    return [TIMING_NOTE, ACCURACY_NOTE, FLOPS_NOTE, PRECISION_NOTE, HOST_TO_DEVICE_NOTE] + (
+        [EQUIVALENCE_NOTE] if checks else [])
+
+
+def row_notes(rows):
+    """Lines naming what a row's cells cannot hold: why a GPU went unused, which interpreter was adopted."""
+    lines = []
+    for r in rows:
+        if r["gpu_unused"]:
+            lines.append("{}: {}.".format(label(r), r["gpu_unused"]))
+        if (r["build"] or "").startswith("adopted"):
+            lines.append("{}: ran on an {} interpreter, with the versions it has.".format(label(r), r["build"]))
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The table model
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """What a cell's text may depend on besides its row: the task, the task's rows and the equivalence checks."""
+
+    task: tasks.Task
+    rows: list
+    checks: dict
+
+
+def _everywhere(task):
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One column, declared once: heading, how a row's cell text is made, alignment and which tasks have it."""
+
+    key: str  # a name renderers can hook on: "framework" (the link to the notebook), "status" (failures in red)
+    heading: str
+    text: Callable = None  # (flat row, Context) -> cell text; None for the merged table's run columns
+    numeric: bool = False  # right-aligned
+    applies: Callable = _everywhere  # (common.tasks.Task) -> whether the task's table has the column
+    headline: bool = False  # the task's headline figure (report.html draws a bar beside it)
+    needs_checks: bool = False  # only in a run with equivalence checks (runner/equivalence.py)
+
+
+def _trains(task):
+    return task.trains
+
+
+def _infers(task):
+    return not task.trains
+
+
+def _headline_is(metric):
+    def applies(task):
+        return task.headline[0] == metric
+
+    return applies
+
+
+def _checked(task):
+    return task.equivalence is not None
+
+
+def _spread_text(r, context):
+    if r["s_per_1000_images_min"] is None:
+        return ""
+    return "{} - {}".format(number(r["s_per_1000_images_min"], context.task.digits),
+                            number(r["s_per_1000_images_max"], context.task.digits))
+
+
+def _compile_text(r, context):
+    """Seconds compiling ahead; '-' for a finished run that compiled nothing ahead, '' for an unfinished one."""
+    return (number(r["compile_s"], 2) or "-") if r["status"] == "ok" else ""
+
+
+COLUMNS = (
+    Column("framework", "Framework", lambda r, c: label(r)),
+    Column("version", "Version", lambda r, c: version_text(r)),
+    Column("device", "Device", lambda r, c: device_text(r)),
+    Column("data", "Data", lambda r, c: r["data"] or "", applies=_trains),
+    Column("model", "Model", lambda r, c: r["model"] or "", applies=_infers),
+    Column("weights", "Weights", lambda r, c: r["weights"] or "", applies=_infers),
+    Column("train_s", "Training (s)", lambda r, c: headline_text(r, c.task), numeric=True,
+           applies=_headline_is("train_s"), headline=True),
+    Column("s_per_1000_images", "s / 1000 images (median)", lambda r, c: headline_text(r, c.task), numeric=True,
+           applies=_headline_is("s_per_1000_images"), headline=True),
+    Column("spread", "min - max", _spread_text, numeric=True, applies=_infers),
+    Column("images_per_s", "images/s", lambda r, c: number(r["images_per_s"]), numeric=True, applies=_infers),
+    Column("first_epoch_s", "First epoch (s)", lambda r, c: number(r["first_epoch_s"]), numeric=True, applies=_trains),
+    Column("epoch_s_median", "Epoch (s, median)", lambda r, c: number(r["epoch_s_median"]), numeric=True,
+           applies=_trains),
+    Column("compile_s", "Compile (s)", _compile_text, numeric=True, applies=_trains),
+    Column("gflop_per_s", "GFLOP/s", lambda r, c: number(r["gflop_per_s"]), numeric=True),
+    Column("utilisation", "Util.", lambda r, c: utilisation_text(r), numeric=True),
+    Column("accuracy", "Accuracy", lambda r, c: accuracy_text(r, c.rows), numeric=True, applies=_trains),
+    Column("status", "Status", lambda r, c: status_text(r)),
+    Column("same_as_pytorch", "Same as PyTorch", lambda r, c: same_as_pytorch(r, c.checks) or "", applies=_checked,
+           needs_checks=True),
+)
+
+
+@dataclasses.dataclass
+class Row:
+    """One row of a table: its cell texts, one per column, and the flat row they came from (None if merged)."""
+
+    cells: list
+    source: Optional[dict] = None
+
+
+@dataclasses.dataclass
+class Table:
+    """One table: its title, columns, rows and the notes under it; `task` is the task whose results it holds."""
+
+    title: str
+    columns: list
+    rows: list
+    notes: list
+    task: tasks.Task
+
+
+@dataclasses.dataclass
+class Results:
+    """A run's tables: the profiles and hardware they ran with, the notes that explain them, one table per task."""
+
+    profiles: list
+    hardware: list
+    notes: list
+    tables: list
+
+
+def columns_for(task, checks=None):
+    """The columns of a task's table, in order; the 'Same as PyTorch' column only where there are checks."""
+    return [c for c in COLUMNS if c.applies(task) and (checks or not c.needs_checks)]
+
+
+def task_table(task, rows, checks=None):
+    """The table of one task from its flat rows (row()), in the order given."""
+    context = Context(task, rows, checks or {})
+    columns = columns_for(task, checks)
+    return Table(task.title, columns, [Row([column.text(r, context) for column in columns], r) for r in rows],
+                 row_notes(rows), task)
+
+
+def build(records, checks=None):
+    """The tables of a run's records (in load_records order); `checks` ({(task, label): result} from
+    runner.equivalence.load) adds the 'Same as PyTorch' column."""
+    rows = [row(r) for r in records]
+    tables = [task_table(task, [r for r in rows if r["task"] == key], checks)
+              for key, task in tasks.TASKS.items() if any(r["task"] == key for r in rows)]
+    return Results(sorted({r["profile"] for r in rows}), sorted({r["hardware"] for r in rows if r["hardware"]}),
+                   notes(checks), tables)
+
+
+def machine_column(run_dir, records):
+    """The heading of a run's column in the merged table: its hardware, device kind and profile; and the folder name."""
+    rows = [row(r) for r in records]
+    hardware = sorted({r["hardware"] for r in rows if r["hardware"]}) or ["unknown hardware"]
+    profiles = sorted({r["profile"] for r in rows}) or ["?"]
+    return "{} | {}".format(" + ".join(hardware), "/".join(profiles)), Path(run_dir).name
+
+
+def merged(run_dirs):
+    """The merged tables of several results folders: per task with results, one row per framework (catalog order)
+    and one column per folder, each cell the folder's merged_cell() or 'not run'."""
+    runs, cells, ranks = [], {task: {} for task in tasks.TASKS}, {}
+    for run_dir in run_dirs:
+        records = load_records(run_dir)
+        heading, name = machine_column(run_dir, records)
+        runs.append(Column("run", "{} ({})".format(heading, name)))
+        for r in (row(record) for record in records):
+            cells[r["task"]].setdefault(label(r), {})[len(runs) - 1] = merged_cell(r)
+            ranks[label(r)] = catalog_rank(r["framework"], r["variant"])
+    tables = []
+    for key, task in tasks.TASKS.items():
+        if not cells[key]:
+            continue
+        names = sorted(cells[key], key=lambda name: ranks[name])  # catalog order, frameworks it does not know last
+        rows = [Row([name] + [cells[key][name].get(i, "not run") for i in range(len(runs))]) for name in names]
+        tables.append(Table(task.title, [COLUMNS[0]] + runs, rows, [], task))
+    return tables
+
+
+def markdown_lines(table):
+    """A table as Markdown lines: heading row, alignment row, one line per row ('|' in a text made '/')."""
+
+    def line(texts):
+        return "| " + " | ".join(str(text).replace("|", "/") for text in texts) + " |"
+
+    return ([line(column.heading for column in table.columns),
+             "|" + "".join("---:|" if column.numeric else "---|" for column in table.columns)]
+            + [line(r.cells) for r in table.rows])
