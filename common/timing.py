@@ -17,10 +17,12 @@ class Timer(object):
     >>> t.elapsed  # seconds
 
     `begin()` and `end()` do the same for code that cannot wrap a block, such as framework callbacks.
+    `clock` (default time.perf_counter) is the seconds counter read at start and stop.
     """
 
-    def __init__(self, sync=None):
+    def __init__(self, sync=None, clock=None):
         self.sync = sync
+        self.clock = clock or time.perf_counter
         self.start = None
         self.elapsed = None
 
@@ -28,14 +30,14 @@ class Timer(object):
         """Synchronise, then start the clock; returns the timer (for callbacks that cannot use `with`)."""
         if self.sync is not None:
             self.sync()
-        self.start = time.perf_counter()
+        self.start = self.clock()
         return self
 
     def end(self):
         """Synchronise, then stop the clock; returns the elapsed seconds."""
         if self.sync is not None:
             self.sync()
-        self.elapsed = time.perf_counter() - self.start
+        self.elapsed = self.clock() - self.start
         return self.elapsed
 
     def __enter__(self):

@@ -57,30 +57,49 @@ def params_for(task, overrides):
     return hyperparams.for_task(task, "smoke", overrides)
 
 
+def exchange_parameters(init, exported, overrides):
+    """The papermill parameters of a check's run: synthetic data on the CPU, two threads, from `init`."""
+    return {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": overrides,
+            "init_weights": str(init), "export_weights": str(exported)}
+
+
 def run_exchange(task, job, folder, init, overrides, tag):
-    """Run `job`'s notebook on the CPU from the canonical weights `init`; return what it exported."""
+    """Run `job`'s notebook on the CPU from the canonical weights `init`, in folder/tag; return (record, exported)."""
     run_dir = folder / tag
     run_dir.mkdir(parents=True, exist_ok=True)
     exported = run_dir / (job.stem + ".npz")
-    parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": overrides,
-                  "init_weights": str(init), "export_weights": str(exported)}
-    record = execution.run_job(job, run_dir, "smoke", parameters, timeout=600, show_output=False)
+    record = execution.run_job(job, run_dir, "smoke", exchange_parameters(init, exported, overrides), timeout=600,
+                               show_output=False)
     if record["status"] != "ok":
         raise ExchangeError("{} {}: {}".format(job.stem, record["status"], record["error"]))
-    return weights.load_weights(str(exported), task, params_for(task, overrides))
+    return record, weights.load_weights(str(exported), task, params_for(task, overrides))
 
 
-def reference(task, folder):
-    """The shared starting weights of `task` in `folder`, and what PyTorch's notebook exported from them."""
+def runs_of(job):
+    """The check's runs of a job, as {tag: overrides}: 'forward' (at the shared weights) and/or 'step'."""
+    task = job.task
+    if task not in TASKS or (task == "inference" and job.framework.not_equivalent.get(task)):
+        return {}
+    runs = {}
+    if task in ("inference", "rnn"):
+        runs["forward"] = forward_overrides(task)
+    if task != "inference":
+        runs["step"] = tasks.TASKS[task].equivalence
+    return runs
+
+
+def reference(task, folder, run=run_exchange):
+    """The shared starting weights of `task` in `folder`, and what PyTorch's notebook exported from them.
+
+    `run` (run_exchange's signature) runs the notebooks, for this entry's later comparisons too."""
     folder.mkdir(parents=True, exist_ok=True)
     params = params_for(task, tasks.TASKS[task].equivalence)
     init = weights.save_weights(str(folder / "init.npz"), task, params, weights.reference_weights(task, params, seed=0))
     pytorch = catalog.select([REFERENCE], [task])[0]
-    entry = {"task": task, "folder": folder, "init": init, "start": weights.load_weights(init, task, params)}
-    if task in ("inference", "rnn"):
-        entry["forward"] = run_exchange(task, pytorch, folder, init, forward_overrides(task), "forward")
-    if task != "inference":
-        entry["step"] = run_exchange(task, pytorch, folder, init, tasks.TASKS[task].equivalence, "step")
+    entry = {"task": task, "folder": folder, "init": init, "start": weights.load_weights(init, task, params),
+             "run": run}
+    for tag, overrides in runs_of(pytorch).items():
+        entry[tag] = run(task, pytorch, folder, init, overrides, tag)[1]
     return entry
 
 
@@ -100,7 +119,7 @@ def compare(job, entry):
     if task == "inference":
         if reason:  # a different architecture: nothing to run
             return result
-        forward = run_exchange(task, job, entry["folder"], entry["init"], forward_overrides(task), "forward")
+        forward = entry["run"](task, job, entry["folder"], entry["init"], forward_overrides(task), "forward")[1]
         expected = entry["forward"][weights.LOGITS]
         result["features_max_relative"] = _max_abs(forward[weights.LOGITS], expected) / float(np.abs(expected).max())
         if result["features_max_relative"] > FEATURES_TOLERANCE:
@@ -110,7 +129,7 @@ def compare(job, entry):
             failures.append("weights did not come back unchanged: {}".format(", ".join(changed[:3])))
         return result
     if task == "rnn":
-        forward = run_exchange(task, job, entry["folder"], entry["init"], forward_overrides(task), "forward")
+        forward = entry["run"](task, job, entry["folder"], entry["init"], forward_overrides(task), "forward")[1]
         result["forward_logits_max_abs"] = _max_abs(forward[weights.LOGITS], entry["forward"][weights.LOGITS])
         if reason:
             for name in REPRESENTABLE:
@@ -121,7 +140,7 @@ def compare(job, entry):
             return result
         if not np.allclose(forward[weights.LOGITS], entry["forward"][weights.LOGITS], **LOGITS_TOLERANCE):
             failures.append("logits at the shared weights differ by up to {:.2e}".format(result["forward_logits_max_abs"]))
-    got = run_exchange(task, job, entry["folder"], entry["init"], tasks.TASKS[task].equivalence, "step")
+    got = entry["run"](task, job, entry["folder"], entry["init"], tasks.TASKS[task].equivalence, "step")[1]
     arrays = {}
     for name, start in entry["start"].items():
         expected = entry["step"][name]

@@ -1,6 +1,7 @@
 """Shared fixtures and helpers: a private data cache per test; the environment a notebook test needs."""
 
 import pytest
+from notebook_runs import NotebookRuns
 
 from runner import environments
 
@@ -21,3 +22,9 @@ def require_environment(env):
     if environments.find_python(env.python) is None:
         pytest.skip("environment {} needs Python {}, which this machine lacks".format(env.name, env.python))
     pytest.fail("environment {} is not built: run `python3 run_all.py setup {}`".format(env.name, env.name))
+
+
+@pytest.fixture(scope="session")
+def notebook_runs(tmp_path_factory):
+    """The session's notebook runs (tests/notebook_runs.py), shared by the smoke and equivalence tests."""
+    return NotebookRuns(tmp_path_factory.mktemp("notebooks"))

@@ -1,5 +1,6 @@
-"""Same weights, same function: every CNN and RNN notebook against PyTorch's (runner/equivalence.py says what
-is compared and with which tolerances). The measured errors go to results/equivalence/equivalence.json.
+"""Same weights, same function: every notebook the check covers against PyTorch's (runner/equivalence.py says
+what is compared and with which tolerances). The runs are the session's (tests/notebook_runs.py), which the
+smoke tests check too; the measured errors go to equivalence.json in the session's temporary folder.
 """
 
 import json
@@ -13,23 +14,16 @@ from runner import catalog, equivalence
 
 JOBS = [job for task in equivalence.TASKS for job in catalog.select(task_keys=[task])
         if job.framework.key != equivalence.REFERENCE]
-OUT = catalog.REPO / "results" / "equivalence"
 
 
 @pytest.fixture(scope="module")
-def references(tmp_path_factory):
+def references(notebook_runs):
     """Per task, made once when first asked for: the shared weights and PyTorch's exports."""
-    cache = {}
-
-    def reference(task):
-        if task not in cache:
-            cache[task] = equivalence.reference(task, tmp_path_factory.mktemp("equivalence-" + task))
-        return cache[task]
-
-    yield reference
-    OUT.mkdir(parents=True, exist_ok=True)
+    yield notebook_runs.reference
     measured = {task: equivalence.document(task, results) for task, results in RESULTS.items()}
-    (OUT / equivalence.RESULT_FILE).write_text(json.dumps(measured, indent=1) + "\n")
+    path = notebook_runs.folder / equivalence.RESULT_FILE
+    path.write_text(json.dumps(measured, indent=1) + "\n")
+    print("equivalence results: {}".format(path))
 
 
 RESULTS = {task: [] for task in equivalence.TASKS}
@@ -81,6 +75,6 @@ def test_flax_gru_is_the_reference_once_the_bias_it_lacks_is_zero(references, tm
     start = {name: value.copy() for name, value in references("rnn")["start"].items()}
     start["gru/bias_recurrent"][2 * params["hidden_units"]:] = 0.0
     init = weights.save_weights(str(tmp_path / "init.npz"), "rnn", params, start)
-    expected = equivalence.run_exchange("rnn", catalog.select(["pytorch"], ["rnn"])[0], tmp_path, init, overrides, "a")
-    got = equivalence.run_exchange("rnn", job, tmp_path, init, overrides, "b")
+    _, expected = equivalence.run_exchange("rnn", catalog.select(["pytorch"], ["rnn"])[0], tmp_path, init, overrides, "a")
+    _, got = equivalence.run_exchange("rnn", job, tmp_path, init, overrides, "b")
     np.testing.assert_allclose(got[weights.LOGITS], expected[weights.LOGITS], **equivalence.LOGITS_TOLERANCE)

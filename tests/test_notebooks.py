@@ -1,4 +1,8 @@
-"""Smoke runs: every notebook of every framework, through papermill on its own kernel, on tiny synthetic data."""
+"""Smoke runs: every notebook of every framework, through papermill on its own kernel, on tiny synthetic data.
+
+Each notebook runs once per session (tests/notebook_runs.py): the run that the equivalence tests compare
+is also the one checked here.
+"""
 
 import json
 
@@ -6,19 +10,18 @@ import pytest
 from conftest import require_environment
 
 from common import hyperparams
-from runner import catalog, execution
+from runner import catalog
 
 JOBS = catalog.select()
 
 
 @pytest.mark.parametrize("job", JOBS, ids=lambda job: job.stem)
-def test_notebook_runs_on_its_kernel(job, tmp_path):
+def test_notebook_runs_on_its_kernel(job, notebook_runs):
     require_environment(job.environment)
-    parameters = {"data_source": "synthetic", "device": "auto", "threads": 2, "seed": 0, "overrides": {}}
-    record = execution.run_job(job, tmp_path, "smoke", parameters, timeout=600, show_output=False)
+    record, overrides = notebook_runs.smoke(job)
     assert record["status"] == "ok", record["error"]
     assert record["framework"] == job.framework.label and record["task"] == job.task
-    assert record["params"] == hyperparams.for_task(job.task, "smoke")
+    assert record["params"] == hyperparams.for_task(job.task, "smoke", overrides)
     assert record["environment"]["framework_version"] and record["environment"]["threads"] == 2
     assert record["device"] and record["data"]["source"] == "synthetic"
     if job.task == "inference":
@@ -29,7 +32,8 @@ def test_notebook_runs_on_its_kernel(job, tmp_path):
     else:
         assert 0.0 <= record["metrics"]["accuracy"] <= 1.0
         assert len(record["timings"]["epochs_s"]) == record["params"]["epochs"]
-    executed = json.loads((tmp_path / (job.stem + ".ipynb")).read_text())
+    executed = notebook_runs.folder.glob("**/{}.ipynb".format(job.stem))
+    executed = json.loads(next(executed).read_text())
     assert any("injected-parameters" in c["metadata"].get("tags", []) for c in executed["cells"])
     # the executed copy went to the results folder; the stored notebook stays without outputs
     stored = json.loads(job.notebook.read_text())

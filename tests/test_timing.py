@@ -1,22 +1,33 @@
-import time
-
 import pytest
 
 from common import timing
 
 
+class FakeDevice:
+    """A clock that moves only when told, and a device whose queued work takes `busy` seconds to finish."""
+
+    def __init__(self, busy):
+        self.now, self.busy, self.events = 100.0, busy, []
+
+    def clock(self):
+        return self.now
+
+    def sync(self):
+        self.events.append("sync")
+        self.now += self.busy  # waiting for the device's queue
+
+
 def test_timer_syncs_before_start_and_before_stop():
-    events = []
+    device = FakeDevice(busy=0.25)
+    with timing.Timer(device.sync, clock=device.clock) as t:
+        device.events.append("work")
+        device.now += 2.0  # the host's part of the work
+    assert device.events == ["sync", "work", "sync"]
+    assert t.elapsed == 2.25  # the stop sync is inside the measured time, the start sync is not
 
-    def slow_sync():
-        events.append("sync")
-        time.sleep(0.05)  # a device that is still busy when the host code returns
 
-    with timing.Timer(slow_sync) as t:
-        events.append("work")
-    assert events == ["sync", "work", "sync"]
-    assert t.elapsed >= 0.05  # the stop sync is inside the measured time, the start sync is not
-    assert t.elapsed < 0.1
+def test_timer_reads_perf_counter_by_default():
+    assert timing.Timer().clock is timing.time.perf_counter
 
 
 def test_timer_without_sync_and_on_error():
