@@ -5,6 +5,7 @@ Notebooks receive a profile name (and optional overrides) as papermill parameter
 """
 
 import copy
+import math
 
 from common import tasks
 
@@ -73,6 +74,78 @@ PROFILE_NOTES = {
 }
 
 
+class Rule(object):
+    """What values a hyperparameter may take: an integer or a number within bounds, or one of some choices."""
+
+    def __init__(self, kind, low=None, high=None, below_high=False, choices=None, optional=False, why=None):
+        self.kind = kind  # "integer", "number" or "choice"
+        self.low, self.high, self.below_high = low, high, below_high  # low <= value <= high (< high if below_high)
+        self.choices = choices
+        self.optional = optional  # None allowed (for sample counts: the whole split)
+        self.why = why
+
+    def allowed(self):
+        """What the rule allows, in words, e.g. 'an integer >= 1'."""
+        if self.kind == "choice":
+            text = "one of " + ", ".join(repr(c) for c in self.choices)
+        else:
+            bounds = []
+            if self.low is not None:
+                bounds.append(">= {}".format(self.low))
+            if self.high is not None:
+                bounds.append("{} {}".format("<" if self.below_high else "<=", self.high))
+            text = ("an integer" if self.kind == "integer" else "a number") + (" " + " and ".join(bounds) if bounds else "")
+        if self.optional:
+            text += ", or None for all"
+        return text + (" ({})".format(self.why) if self.why else "")
+
+    def accepts(self, value):
+        """True when `value` is one this rule allows."""
+        if value is None:
+            return self.optional
+        if self.kind == "choice":
+            return value in self.choices
+        if isinstance(value, bool) or not isinstance(value, int if self.kind == "integer" else (int, float)):
+            return False
+        if not math.isfinite(value) or (self.low is not None and value < self.low):
+            return False
+        return self.high is None or (value < self.high if self.below_high else value <= self.high)
+
+
+def _count(low=1, **options):
+    return Rule("integer", low=low, **options)
+
+
+_PROBABILITY = Rule("number", 0.0, 1.0, below_high=True)
+# Every hyperparameter's type and range, checked by for_task (so by the runner before anything starts, and
+# by a notebook run by hand). Learning rates may be 0: the equivalence check computes at the shared weights.
+RULES = {
+    "epochs": _count(), "batch_size": _count(), "batches": _count(), "repeats": _count(),
+    "warmup_batches": _count(0), "num_classes": _count(2), "hidden_units": _count(), "embedding_dim": _count(),
+    "maxlen": _count(), "vocab_size": _count(3, why="0 pads, 1 starts a review, 2 stands for unknown words"),
+    "train_samples": _count(optional=True), "test_samples": _count(optional=True),
+    "image_size": _count(96, why="ResNet-50's last stage must still fit a 3x3 kernel in every framework"),
+    "features": Rule("choice", choices=(2048,), why="ResNet-50's global average pool"),
+    "weights": Rule("choice", choices=("auto", "imagenet", "random")),
+    "lr": Rule("number", 0.0), "eps": Rule("number", 0.0, why="added to a denominator"),
+    "momentum": _PROBABILITY, "beta1": _PROBABILITY, "beta2": _PROBABILITY,
+    "conv_dropout": _PROBABILITY, "dense_dropout": _PROBABILITY,
+}
+
+
+def check_values(task, params):
+    """Raise ValueError, in one line naming the parameter, its value and what is allowed, for the first value of
+    `params` (a task's hyperparameters) that its rule refuses, or for sample counts smaller than one batch."""
+    for key, value in params.items():
+        rule = RULES.get(key)
+        if rule is not None and not rule.accepts(value):
+            raise ValueError("hyperparameter {}={!r} for task {}: must be {}".format(key, value, task, rule.allowed()))
+    for key in ("train_samples", "test_samples"):
+        if params.get(key) is not None and params[key] < params["batch_size"]:
+            raise ValueError("hyperparameter {}={!r} for task {}: must be at least batch_size={} (whole batches "
+                             "only)".format(key, params[key], task, params["batch_size"]))
+
+
 def check_task(task):
     """Raise ValueError with the known tasks if `task` is not one of them."""
     tasks.get(task)
@@ -85,7 +158,9 @@ def check_profile(profile):
 
 
 def for_task(task, profile="full", overrides=None):
-    """Return the hyperparameters of `task` under `profile`, with `overrides` (a dict) applied last."""
+    """Return the hyperparameters of `task` under `profile`, with `overrides` (a dict) applied last.
+
+    Raises ValueError (one line) for an unknown task, profile or hyperparameter, or a value RULES refuses."""
     check_task(task)
     check_profile(profile)
     params = copy.deepcopy(FULL[task])
@@ -96,4 +171,5 @@ def for_task(task, profile="full", overrides=None):
                 "unknown hyperparameter {!r} for task {!r}; known: {}".format(key, task, ", ".join(sorted(params)))
             )
         params[key] = value
+    check_values(task, params)
     return params

@@ -7,7 +7,7 @@ Schema (version 1); every key is present in every record, None where it does not
     variant         None, or e.g. the Keras backend ("jax")
     task            "cnn", "inference" or "rnn"
     profile         "full", "quick" or "smoke"
-    status          "ok", "failed", "timeout" or "unavailable"
+    status          "ok", "failed", "timeout", "unavailable" or "interrupted" (Ctrl-C, written by the runner)
     error           None, or the first line of what went wrong
     data            {"source": "real" | "synthetic", "description": ...} (inference: fake images)
     weights         inference: "imagenet" or "random"; None for the trained tasks
@@ -32,7 +32,7 @@ import time
 from common import tasks
 
 SCHEMA_VERSION = 1
-STATUSES = ("ok", "failed", "timeout", "unavailable")
+STATUSES = ("ok", "failed", "timeout", "unavailable", "interrupted")
 FIELDS = (
     "schema_version", "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device",
     "environment", "params", "timings", "metrics", "notebook", "started_at", "duration_s",

@@ -94,6 +94,8 @@ class Framework:
     # what still holds, and that the outputs do differ, so that the claim stays true)
     not_equivalent: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
     environment: Optional[Environment] = None  # the environment this framework brings, if it brings one
+    # the top-level modules its notebooks import (the Rosetta pages' differences mode may count their names as one)
+    modules: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,11 +131,11 @@ KERAS_APPLICATIONS_V1 = "keras.applications' ResNet-50 is v1 (stride on the firs
 # are notebooks/<notebook_prefix>_<task's notebook>.ipynb and its pins envs/<environment name>.txt.
 FRAMEWORKS: tuple[Framework, ...] = (
     # PyTorch's Linux wheels are CUDA builds that also run on the CPU: pytorch.txt serves both
-    Framework("pytorch", "PyTorch", "PyTorch", (Variant(None, "pytorch"),),
+    Framework("pytorch", "PyTorch", "PyTorch", (Variant(None, "pytorch"),), modules=("torch", "torchvision"),
               environment=Environment("pytorch", "Rosetta: PyTorch", gpu_builds=("pytorch.txt", "pytorch-cuda12.txt"),
                                       framework_module="pytorch")),
     # TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's C++ start-up INFO lines stay out of the run log; warnings remain.
-    Framework("tensorflow", "TensorFlow", "TensorFlow", (Variant(None, "tensorflow"),),
+    Framework("tensorflow", "TensorFlow", "TensorFlow", (Variant(None, "tensorflow"),), modules=("tensorflow", "keras"),
               not_equivalent={"inference": KERAS_APPLICATIONS_V1},
               environment=Environment("tensorflow", "Rosetta: TensorFlow", kernel_env=(("TF_CPP_MIN_LOG_LEVEL", "1"),),
                                       gpu_builds=("tensorflow-cuda12.txt",), framework_module="tensorflow")),
@@ -143,21 +145,21 @@ FRAMEWORKS: tuple[Framework, ...] = (
                                  "once per occurrence of a token, before repeated tokens are summed"}}),
         Variant("jax", "jax", (("backend", "jax"),), packages=("keras",)),
         Variant("torch", "pytorch", (("backend", "torch"),), packages=("keras",)),
-    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}),
-    Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), not_equivalent={
+    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, modules=("keras",)),
+    Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), modules=("jax", "flax", "optax"), not_equivalent={
         "rnn": "Flax's GRUCell has no recurrent bias: the new gate's one (inside the reset product) is lost and the "
                "reset and update gates get one bias where the reference has two"},
         environment=Environment("jax", "Rosetta: JAX", gpu_builds=("jax-cuda13.txt", "jax-cuda12.txt"),
                                 framework_module="jax")),
-    Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),), not_equivalent={
+    Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),), modules=("mxnet",), not_equivalent={
         "inference": "the Gluon model zoo's resnet50_v1 is v1 (stride on the first 1x1 convolution)"},
         environment=Environment("mxnet", "Rosetta: MXNet", gpu_builds=("mxnet-cuda112.txt",),
                                 framework_module="mxnet")),
-    Framework("chainer", "Chainer", "Chainer", (Variant(None, "chainer"),), not_equivalent={
+    Framework("chainer", "Chainer", "Chainer", (Variant(None, "chainer"),), modules=("chainer",), not_equivalent={
         "inference": "Chainer's ResNet50Layers is the Caffe v1 (stride on the first 1x1 convolution)"},
         # CPU only: envs/chainer.txt says why
         environment=Environment("chainer", "Rosetta: Chainer", framework_module="chainer")),
-    Framework("cntk", "CNTK", "CNTK", (Variant(None, "cntk"),), not_equivalent={
+    Framework("cntk", "CNTK", "CNTK", (Variant(None, "cntk"),), modules=("cntk",), not_equivalent={
         "rnn": "CNTK's GRU applies the reset gate before the recurrent product and has no recurrent biases"},
         # CNTK 2.7 was linked against OpenMPI 1.10; OpenMPI 4's libraries serve under the old names.
         environment=Environment("cntk", "Rosetta: CNTK", python="3.6",

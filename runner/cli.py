@@ -8,18 +8,21 @@ which this module creates and then re-executes itself in.
 import argparse
 import ast
 import datetime
+import hashlib
+import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from common import hyperparams, tasks
+from common import hyperparams, results, tasks
 from runner import catalog, compatibility, environments
 
 COMMANDS = ("run", "setup", "test", "report", "rosetta", "list")
 DATA_SOURCES = ("auto", "real", "synthetic")  # common.datasets.SOURCES, which needs numpy: this runs before it exists
 DEFAULT_TIMEOUT = {"smoke": 600, "quick": 1800, "full": 4 * 3600}
 USAGE_ERROR = 2
+INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
 
 
 class UsageError(ValueError):
@@ -62,13 +65,14 @@ def build_parser():
                      ", ".join(catalog.framework_keys()))
     run.add_argument("-t", "--tasks", type=_names, help="comma-separated, default all: " +
                      ", ".join(tasks.TASKS))
-    run.add_argument("-p", "--profile", default="quick", help="one of: {} (default quick)".format(
+    run.add_argument("-p", "--profile", help="one of: {} (default quick)".format(
         "; ".join("{} = {}".format(k, v) for k, v in hyperparams.PROFILE_NOTES.items())))
-    run.add_argument("--data", default="auto", help="auto (default), real or synthetic")
-    run.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    run.add_argument("--data", help="auto (default), real or synthetic")
+    run.add_argument("--device", choices=("auto", "cpu", "cuda"), help="auto (default: the GPU where the "
+                     "framework can use one), cpu or cuda")
     run.add_argument("--threads", type=int, help="CPU cores every framework may use (default: all of this "
                      "machine's, {}; 0 leaves it to each framework)".format(usable_cores()))
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=int, help="default 0")
     run.add_argument("--set", dest="overrides", type=_override, action="append", default=[], metavar="KEY=VALUE",
                      help="override a hyperparameter of the profile, e.g. --set epochs=2 (repeatable)")
     run.add_argument("--timeout", type=float, help="seconds per notebook (default: smoke 600, quick 1800, full 14400)")
@@ -80,6 +84,8 @@ def build_parser():
     run.add_argument("--wheels", type=Path, help="install from this folder of wheels, without a package index "
                      "(also $ROSETTA_WHEELS)")
     run.add_argument("-q", "--quiet", action="store_true", help="hide the notebooks' own output")
+    run.add_argument("--resume", type=Path, metavar="RESULTS_DIR", help="finish an interrupted or failed run: run what "
+                     "is missing, failed or interrupted in that folder, with the parameters it was started with")
     run.add_argument("--no-equivalence", action="store_true", help="skip the check that every notebook computes "
                      "PyTorch's results from shared weights (a few smoke-sized runs per framework)")
 
@@ -121,11 +127,18 @@ def parse(argv):
         return args
     args = build_parser().parse_args(argv)
     if args.command == "run":
+        if args.resume is not None:
+            resume_parameters(args)
+        for name, default in RUN_DEFAULTS.items():
+            if getattr(args, name) is None:
+                setattr(args, name, default)
         try:
             hyperparams.check_profile(args.profile)
             args.jobs = catalog.select(args.frameworks, args.tasks)
         except ValueError as error:
             raise UsageError(str(error)) from None
+        if args.resume is not None:
+            check_resumable(args)
         if args.data not in DATA_SOURCES:
             raise UsageError("unknown data source {!r}; use one of: {}".format(args.data, ", ".join(DATA_SOURCES)))
         if args.threads is None:
@@ -135,6 +148,11 @@ def parse(argv):
         for key in args.overrides:
             if not any(key in hyperparams.for_task(task, args.profile) for task in selected_tasks):
                 raise UsageError("--set {}: no selected task has that hyperparameter".format(key))
+        for task in selected_tasks:  # every value checked against its rule before anything is built or run
+            try:
+                hyperparams.for_task(task, args.profile, task_overrides(args.overrides, task, args.profile))
+            except ValueError as error:
+                raise UsageError(str(error)) from None
         if args.timeout is None:
             args.timeout = DEFAULT_TIMEOUT[args.profile]
         if args.timeout <= 0 or args.threads < 0:
@@ -162,6 +180,61 @@ def parse(argv):
             if not run_dir.is_dir():
                 raise UsageError("no such results folder: {}".format(run_dir))
     return args
+
+
+RUN_DEFAULTS = {"profile": "quick", "data": "auto", "device": "auto", "seed": 0}
+RUN_FILE = "run.json"  # in a results folder: what the run was started with, for --resume
+# The options a run is started with: stored in RUN_FILE, taken from there by --resume, refused beside it.
+RUN_PARAMETERS = ("frameworks", "tasks", "profile", "data", "device", "threads", "seed", "overrides", "timeout",
+                  "no_equivalence")
+
+
+def notebook_digest(job):
+    """sha256 of a job's stored notebook, so that --resume can tell a notebook changed since the run began."""
+    return hashlib.sha256(job.notebook.read_bytes()).hexdigest()
+
+
+def write_run_file(args, run_dir):
+    """Store the run's parameters and its notebooks' digests in run_dir/run.json."""
+    stored = {name: getattr(args, name) for name in RUN_PARAMETERS}
+    stored["frameworks"] = stored["frameworks"] or catalog.framework_keys()
+    stored["tasks"] = stored["tasks"] or list(tasks.TASKS)
+    stored["notebooks"] = {job.stem: notebook_digest(job) for job in args.jobs}
+    (run_dir / RUN_FILE).write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
+
+
+def resume_parameters(args):
+    """Take a resumed run's parameters from its folder; refuse options that would change them (UsageError)."""
+    path = args.resume / RUN_FILE
+    if not args.resume.is_dir():
+        raise UsageError("--resume: no such results folder: {}".format(args.resume))
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise UsageError("--resume: {} cannot be read ({}): only runs that stored it can be resumed".format(
+            path, results.first_line(str(error)))) from None
+    given = [name for name in RUN_PARAMETERS if getattr(args, name) not in (None, [], False)]
+    if given:
+        raise UsageError("--resume runs with the parameters stored in {}; leave out {}".format(
+            path, ", ".join("--" + name.replace("_", "-") for name in given)))
+    for name in RUN_PARAMETERS:
+        setattr(args, name, stored.get(name))
+    args.overrides = list((args.overrides or {}).items())
+    args.stored_notebooks = stored.get("notebooks") or {}
+
+
+def check_resumable(args):
+    """Refuse (UsageError) to resume a run whose notebooks changed since it began."""
+    for job in args.jobs:
+        if args.stored_notebooks.get(job.stem) != notebook_digest(job):
+            raise UsageError("--resume: notebook {} changed since {} was started; start a new run rather than "
+                             "mix them".format(job.notebook.name, args.resume))
+
+
+def task_overrides(overrides, task, profile):
+    """The --set values that apply to `task` (those naming one of its hyperparameters)."""
+    known = hyperparams.for_task(task, profile)
+    return {key: value for key, value in overrides.items() if key in known}
 
 
 def usable_cores():
@@ -329,22 +402,32 @@ def test(args):
 
 
 def report(args):
-    """Rebuild one results folder's report, or merge several folders' results into one table."""
-    from runner import html_report
+    """Rebuild one results folder's report, or merge several folders' results into one table; exit 1 if a record
+    could not be read (it is named on stderr and in the table, the rest is reported)."""
+    from runner import html_report, table
     from runner import report as reporting
 
     if len(args.run_dirs) == 1:
         print(reporting.write_report(args.run_dirs[0]))
         print("report: {}".format(args.run_dirs[0] / "report.html"))
-        return 0
-    out = args.out or catalog.REPO / "results" / "merged-{}".format(datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
-    out.mkdir(parents=True, exist_ok=True)
-    text = html_report.merged_markdown(args.run_dirs)
-    (out / "merged.md").write_text(text)
-    (out / "merged.html").write_text(html_report.merged_page(args.run_dirs))
-    print(text)
-    print("merged table: {} and {}".format(out / "merged.md", out / "merged.html"))
-    return 0
+    else:
+        out = args.out or catalog.REPO / "results" / "merged-{}".format(
+            datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+        out.mkdir(parents=True, exist_ok=True)
+        text = html_report.merged_markdown(args.run_dirs)
+        (out / "merged.md").write_text(text)
+        (out / "merged.html").write_text(html_report.merged_page(args.run_dirs))
+        print(text)
+        print("merged table: {} and {}".format(out / "merged.md", out / "merged.html"))
+    return warn_unreadable(problem for run_dir in args.run_dirs for problem in table.read_records(run_dir)[1])
+
+
+def warn_unreadable(problems):
+    """Print each unreadable record on stderr; return 1 if there was one, else 0."""
+    problems = list(problems)
+    for problem in problems:
+        print("run_all.py: warning: {}".format(problem), file=sys.stderr)
+    return 1 if problems else 0
 
 
 def rosetta(args):
@@ -384,19 +467,48 @@ def missing_packages_reason(job):
                                                      for name in missing))
 
 
+def new_run_dir(results_dir, profile):
+    """Create and return a new folder results/<date>-<time>-<profile>, with -2, -3, ... after it for runs started
+    in the same second (mkdir decides, so two processes never get the same one)."""
+    base = "{}-{}".format(datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), profile)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    for number in range(1, 1000):
+        run_dir = results_dir / (base if number == 1 else "{}-{}".format(base, number))
+        try:
+            run_dir.mkdir()
+            return run_dir
+        except FileExistsError:
+            continue
+    raise RuntimeError("999 results folders named {} already exist in {}".format(base, results_dir))
+
+
 def _clock(seconds):
     return "{:d}:{:02d}".format(int(seconds // 60), int(seconds % 60))
 
 
-def run(args):
-    """Set up missing environments, run every selected notebook, write the report; exit 1 if any notebook failed."""
-    from common import results
+def finished(run_dir, job):
+    """True when a run folder holds an 'ok' record of `job` (--resume leaves it alone)."""
     from runner import execution
+
+    try:
+        return results.read_result(str(run_dir / (job.stem + execution.RECORD_SUFFIX)))["status"] == "ok"
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def run(args):
+    """Set up missing environments, run every selected notebook, write the report; exit 1 if any notebook failed,
+    130 when interrupted (the running notebook's row says so; --resume finishes the run)."""
+    from runner import equivalence, execution
     from runner import report as reporting
 
     machine = compatibility.detect()
     print("[gpu] " + machine.describe())
-    names = [env.name for env in catalog.environments_for(args.jobs)]
+    if args.resume is not None:
+        run_dir, jobs = args.resume, [job for job in args.jobs if not finished(args.resume, job)]
+    else:
+        run_dir, jobs = None, args.jobs
+    names = [env.name for env in catalog.environments_for(jobs)]
     if args.no_setup:
         missing = [name for name in names if not environments.is_ready(catalog.ENVIRONMENTS[name])]
         if missing:
@@ -409,17 +521,18 @@ def run(args):
                                                  wheels=args.wheels)
         unavailable.update({name: str(error) for name, error in failed.items()})
 
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    run_dir = args.results / "{}-{}".format(stamp, args.profile)
-    run_dir.mkdir(parents=True, exist_ok=False)
-    print("Running {} notebooks, profile {}, data {}, into {}".format(len(args.jobs), args.profile, args.data, run_dir))
+    if run_dir is None:
+        run_dir = new_run_dir(args.results, args.profile)
+        write_run_file(args, run_dir)
+        print("Running {} notebooks, profile {}, data {}, into {}".format(len(jobs), args.profile, args.data, run_dir))
+    else:
+        print("Resuming {}: {} of its {} notebooks to run (missing, failed or interrupted), profile {}, data {}".format(
+            run_dir, len(jobs), len(args.jobs), args.profile, args.data))
     parameters = {"data_source": args.data, "device": args.device, "threads": args.threads, "seed": args.seed}
-    started, failures = time.time(), 0
+    started, failures, interrupted, running, job_started = time.time(), 0, False, None, None
     try:
-        for number, job in enumerate(args.jobs, 1):
-            prefix = "[{}/{} {}]".format(number, len(args.jobs), _clock(time.time() - started))
-            task_overrides = {k: v for k, v in args.overrides.items()
-                              if k in hyperparams.for_task(job.task, args.profile)}
+        for number, job in enumerate(jobs, 1):
+            prefix = "[{}/{} {}]".format(number, len(jobs), _clock(time.time() - started))
             reason = unavailable.get(job.variant.env) or missing_packages_reason(job)
             if reason:
                 record = results.failure_record(job.framework.label, job.task, args.profile, "unavailable", reason,
@@ -428,18 +541,28 @@ def run(args):
             else:
                 print("{} {} on kernel {} ...".format(prefix, job.stem, job.environment.kernel_name))
                 sys.stdout.flush()
-                record = execution.run_job(job, run_dir, args.profile, dict(parameters, overrides=task_overrides),
+                overrides = task_overrides(args.overrides, job.task, args.profile)
+                running, job_started = job, time.time()
+                record = execution.run_job(job, run_dir, args.profile, dict(parameters, overrides=overrides),
                                            args.timeout, show_output=not args.quiet)
+                running = None
             failures += record["status"] != "ok"
             outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]
             print("[{}/{} {}] {}: {} after {:.0f} s; {}".format(
-                number, len(args.jobs), _clock(time.time() - started), job.stem, record["status"].upper(),
+                number, len(jobs), _clock(time.time() - started), job.stem, record["status"].upper(),
                 record.get("duration_s") or 0, outcome))
-        if not args.no_equivalence:
+        checked = run_dir / equivalence.EQUIVALENCE_DIR / equivalence.RESULT_FILE
+        if not args.no_equivalence and not checked.exists():
             check_equivalence([job for job in args.jobs if job.variant.env not in unavailable], run_dir)
     except KeyboardInterrupt:
-        print("\nInterrupted: writing the table of what finished.")
-        failures += 1
+        interrupted = True
+        print("\nInterrupted: writing the table of what finished; `python3 run_all.py run --resume {}` finishes "
+              "the run.".format(run_dir))
+        if running is not None:
+            record = results.failure_record(running.framework.label, running.task, args.profile, "interrupted",
+                                            "interrupted (Ctrl-C) after {:.0f} s".format(time.time() - job_started),
+                                            variant=running.variant.name, notebook=running.stem + ".ipynb")
+            results.write_result(str(run_dir / (running.stem + execution.RECORD_SUFFIX)), record, "interrupted")
     text = reporting.write_report(run_dir)
     from runner import rosetta as rosetta_view
 
@@ -451,4 +574,7 @@ def run(args):
     print(text)
     print("Executed notebooks, records, results.md/.csv/.json, results.png and rosetta/ are in {} ({} in all)".format(
         run_dir, _clock(time.time() - started)))
-    return 1 if failures else 0
+    if interrupted:
+        return INTERRUPTED
+    complete = all(finished(run_dir, job) for job in args.jobs)
+    return 0 if complete and not failures else 1

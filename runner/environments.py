@@ -5,6 +5,8 @@ the environment records what it was built from. Kernel specs go to the project-l
 .jupyter/ (never the user's home); `jupyter_path_env()` is what a Jupyter server needs to see them.
 """
 
+import contextlib
+import fcntl
 import glob
 import hashlib
 import json
@@ -213,12 +215,43 @@ def check_venv_support(python):
                      "with `python3 run_all.py setup ENV --python PATH`".format(version, python, version))
 
 
+@contextlib.contextmanager
+def build_lock(env, say=print):
+    """Hold .envs/<name>.lock while `env` is built or adopted: a second run or setup that wants the same environment
+    waits for the first, saying so, instead of building it twice or using it half built."""
+    catalog.ENVS_DIR.mkdir(parents=True, exist_ok=True)
+    with open(str(catalog.ENVS_DIR / (env.name + ".lock")), "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            say("[setup] {}: {} is building it; waiting until it is done".format(env.name, holder))
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        handle.truncate()
+        handle.write("process {}".format(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def ensure(env, requirements=None, say=print, heartbeat=20.0, wheels=None):
     """Build `env` from `requirements` unless it is ready; print progress while pip works. Raise SetupError on failure.
 
     requirements=None keeps whichever build (or adoption) is there and builds the CPU one when there is none.
-    Returns True when it built something.
+    Holds the environment's build lock (build_lock) throughout. Returns True when it built something.
     """
+    with build_lock(env, say):
+        return _ensure(env, requirements, say, heartbeat, wheels)
+
+
+def _ensure(env, requirements, say, heartbeat, wheels):
     if is_ready(env, requirements):
         write_kernel_spec(env)  # cheap, and keeps the spec current when this code changes it
         what = "adopted {}".format(interpreter(env)) if is_adopted(env) else env.path.relative_to(catalog.REPO)
@@ -343,6 +376,11 @@ def adopt(env, python, requirements=None, say=print, install_missing=False, whee
     unless `install_missing`, which adds the missing pinned packages (from `wheels` where given), leaving out
     those only the tests need. Returns the stamp.
     """
+    with build_lock(env, say):
+        return _adopt(env, python, requirements, say, install_missing, wheels)
+
+
+def _adopt(env, python, requirements, say, install_missing, wheels):
     python = Path(python).expanduser()
     python = python if python.is_absolute() else Path(os.path.abspath(str(python)))
     version = python_version(python)

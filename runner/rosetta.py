@@ -34,9 +34,12 @@ from runner import catalog
 DOCS_DIR = catalog.REPO / "docs" / "rosetta"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 SECTION_TITLES = tasks.SECTION_TITLES
-# Top-level modules of the frameworks: the names a notebook binds by importing them (torch, nn, jnp,
-# mx, gluon, F, C, ...) are the ones the differences mode may compare as one name.
-FRAMEWORK_MODULES = ("torch", "torchvision", "tensorflow", "keras", "jax", "flax", "optax", "mxnet", "chainer", "cntk")
+
+
+def framework_modules():
+    """Top-level modules of the frameworks (their registry entries' `modules`): the names a notebook binds by
+    importing them (torch, nn, jnp, mx, gluon, F, C, ...) are the ones the differences mode may compare as one."""
+    return {module for framework in catalog.FRAMEWORKS for module in framework.modules}
 
 
 class RosettaError(ValueError):
@@ -116,9 +119,9 @@ def aliases_of(path, framework_key):
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    if alias.name.split(".")[0] in FRAMEWORK_MODULES:
+                    if alias.name.split(".")[0] in framework_modules():
                         names.add(alias.asname or alias.name.split(".")[0])
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in FRAMEWORK_MODULES:
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in framework_modules():
                 names.update(alias.asname or alias.name for alias in node.names if alias.name != "*")
     return sorted(names)
 

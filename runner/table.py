@@ -33,9 +33,50 @@ def catalog_rank(framework, variant):
     return rows.index((framework, variant)) if (framework, variant) in rows else len(rows)
 
 
+UNREADABLE = "unreadable"  # the status of a stand-in row for a record that cannot be read
+
+
+def unreadable_record(path, reason):
+    """A stand-in for a record file that cannot be read or is not a valid record: the framework, variant and task
+    its name says (PyTorch_CNN, Keras_RNN-jax), status 'unreadable' and the error 'unreadable record: FILE: why'.
+    None where the name says no task."""
+    stem = Path(path).name[:-len(RECORD_SUFFIX)]
+    name, _, variant = stem.partition("-")
+    prefix, _, suffix = name.rpartition("_")
+    task = next((key for key, spec in tasks.TASKS.items() if spec.notebook == suffix), None)
+    if task is None:
+        return None
+    framework = next((f.label for f in catalog.FRAMEWORKS if f.notebook_prefix == prefix), prefix)
+    record = dict.fromkeys(results.FIELDS + results.OPTIONAL_FIELDS)
+    record.update(schema_version=results.SCHEMA_VERSION, framework=framework, variant=variant or None, task=task,
+                  profile="?", status=UNREADABLE, params={}, metrics={},
+                  error="unreadable record: {}: {}".format(Path(path).name, reason), notebook=stem + ".ipynb")
+    return record
+
+
+def read_records(run_dir):
+    """(records in table order, problems): every record of a run folder that reads and checks; for one that does
+    not, a stand-in row (unreadable_record) and a line naming the file and why."""
+    records, problems = [], []
+    for path in sorted(Path(run_dir).glob("*" + RECORD_SUFFIX)):
+        try:
+            records.append(results.read_result(str(path)))
+        except (OSError, ValueError, KeyError, TypeError) as error:  # cut short, not JSON, or not a valid record
+            reason = results.first_line(str(error)) or type(error).__name__
+            problems.append("unreadable record: {}: {}".format(path, reason))
+            stand_in = unreadable_record(path, reason)
+            if stand_in is not None:
+                records.append(stand_in)
+    return order_records(records), problems
+
+
 def load_records(run_dir):
-    """Read every result record in a run folder, in table order (task, then framework)."""
-    records = [results.read_result(str(p)) for p in sorted(Path(run_dir).glob("*" + RECORD_SUFFIX))]
+    """Every readable result record of a run folder, with stand-ins for unreadable ones, in table order."""
+    return read_records(run_dir)[0]
+
+
+def order_records(records):
+    """Records in table order: task, then the framework's place in the catalog."""
     task_order = list(tasks.TASKS)
 
     def key(record):

@@ -39,3 +39,33 @@ def test_for_task_returns_a_copy():
 def test_unknown_names_are_rejected_with_the_known_ones(task, profile):
     with pytest.raises(ValueError, match="known"):
         hyperparams.for_task(task, profile)
+
+
+def test_every_hyperparameter_has_a_rule_and_every_profile_keeps_to_them():
+    for task, params in hyperparams.FULL.items():
+        assert set(params) <= set(hyperparams.RULES), task
+        for profile in hyperparams.PROFILES:
+            hyperparams.for_task(task, profile)  # raises if a profile's value breaks a rule
+
+
+@pytest.mark.parametrize("task, overrides, message", [
+    ("cnn", {"epochs": -1}, "hyperparameter epochs=-1 for task cnn: must be an integer >= 1"),
+    ("cnn", {"epochs": 1.5}, "epochs=1.5 for task cnn: must be an integer >= 1"),
+    ("cnn", {"epochs": True}, "epochs=True for task cnn: must be an integer"),
+    ("rnn", {"lr": "abc"}, "lr='abc' for task rnn: must be a number >= 0.0"),
+    ("rnn", {"lr": float("nan")}, "lr=nan for task rnn"),
+    ("cnn", {"conv_dropout": 1.0}, "conv_dropout=1.0 for task cnn: must be a number >= 0.0 and < 1.0"),
+    ("cnn", {"train_samples": 0}, "train_samples=0 for task cnn: must be an integer >= 1, or None for all"),
+    ("cnn", {"test_samples": 10}, "test_samples=10 for task cnn: must be at least batch_size=64 (whole batches only)"),
+    ("inference", {"weights": "imagnet"}, "weights='imagnet' for task inference: must be one of 'auto', 'imagenet'"),
+    ("inference", {"features": 1000}, "features=1000 for task inference: must be one of 2048"),
+])
+def test_a_value_outside_its_rule_is_one_line_naming_it(task, overrides, message):
+    with pytest.raises(ValueError) as error:
+        hyperparams.for_task(task, "quick", overrides)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_values_at_the_edges_of_their_rules_pass():
+    assert hyperparams.for_task("rnn", "smoke", {"lr": 0.0, "beta2": 0.0, "train_samples": 64})["lr"] == 0.0
+    assert hyperparams.for_task("cnn", "smoke", {"lr": 1, "train_samples": None})["lr"] == 1

@@ -295,3 +295,27 @@ def test_each_column_is_declared_once_and_the_task_chooses_its_columns():
         assert "Same as PyTorch" not in [c.heading for c in columns]
         assert [c.heading for c in table.columns_for(task, {("x", "y"): {}})][-1] == "Same as PyTorch"
     assert all(any(column.applies(task) for task in tasks.TASKS.values()) for column in table.COLUMNS)
+
+
+def test_an_unreadable_record_is_named_and_the_rest_is_reported(tmp_path, capsys):
+    from runner import cli
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    results.write_result(str(run_dir / "PyTorch_CNN.result.json"), ok_record("PyTorch", "cnn", train_s=2.0, accuracy=0.5))
+    good = (run_dir / "PyTorch_CNN.result.json").read_text()
+    (run_dir / "JAX_CNN.result.json").write_text(good[:len(good) // 2])  # a copy that broke off
+    (run_dir / "Keras_RNN-jax.result.json").write_text('{"schema_version": 1}')  # JSON, but not a record
+    (run_dir / "notes.result.json").write_text("")  # a name that says no task: named, no row
+    assert cli.main(["report", str(run_dir)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and all(line.startswith("run_all.py: warning: unreadable record: ") for line in err)
+    assert "JAX_CNN.result.json: Unterminated string" in " ".join(err) or "JAX_CNN.result.json: Expecting" in " ".join(err)
+    assert "Keras_RNN-jax.result.json: result record lacks fields: framework" in " ".join(err)
+    text = (run_dir / "results.md").read_text()
+    assert "| PyTorch | 1.0 | cpu | synthetic | 2.0 |" in text
+    assert "| JAX |" in text and "| unreadable record: JAX_CNN.result.json: " in text
+    assert "| Keras (jax) |" in text and "### RNN" in text
+    assert "unreadable record: JAX_CNN.result.json" in (run_dir / "report.html").read_text()
+    assert cli.main(["report", str(run_dir), str(run_dir), "--out", str(tmp_path / "merged")]) == 1
+    assert "unreadable record: JAX_CNN.result.json" in (tmp_path / "merged" / "merged.md").read_text()

@@ -90,7 +90,7 @@ def test_every_environment_has_exact_pins():
 
 
 def test_common_imports_no_framework():
-    frameworks = {"torch", "tensorflow", "keras", "jax", "flax", "mxnet", "chainer", "cntk", "papermill", "matplotlib"}
+    frameworks = {module for f in catalog.FRAMEWORKS for module in f.modules} | {"papermill", "matplotlib"}
     for path in (catalog.REPO / "common").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
@@ -98,17 +98,25 @@ def test_common_imports_no_framework():
             assert not {n.split(".")[0] for n in names} & frameworks, path.name
 
 
-# What each module of frameworks/ may import besides the standard library, `common` and frameworks.probe: its
-# own framework.
-FRAMEWORK_IMPORTS = {"pytorch": {"torch"}, "tensorflow": {"tensorflow"}, "jax": {"jax", "flax", "optax"},
-                     "keras": {"keras"}, "mxnet": {"mxnet"}, "chainer": {"chainer", "cupy"}, "cntk": {"cntk", "numpy"},
-                     "probe": set(), "__init__": set()}
+# What a module of frameworks/ may import besides the standard library, `common` and frameworks.probe: its own
+# framework's modules (the registry's `modules`), and these.
+EXTRA_IMPORTS = {"chainer": {"cupy"}, "cntk": {"numpy"}}
+
+
+def allowed_imports(module):
+    """The packages frameworks/<module>.py may import: its framework's own (nothing for probe and __init__)."""
+    if module in ("probe", "__init__"):
+        return set()
+    own = {f.key: set(f.modules) for f in catalog.FRAMEWORKS}
+    assert module in own, "frameworks/{}.py is not named after a framework of the registry".format(module)
+    return own[module] | EXTRA_IMPORTS.get(module, set())
 
 
 def test_each_framework_module_imports_only_its_framework():
     stdlib = {"importlib", "json", "os", "sys"}
     modules = sorted((catalog.REPO / "frameworks").glob("*.py"))
-    assert {path.stem for path in modules} == set(FRAMEWORK_IMPORTS)
+    assert {env.framework_module for env in catalog.ENVIRONMENTS.values() if env.framework_module} <= {
+        path.stem for path in modules}
     for path in modules:
         tree = ast.parse(path.read_text(), feature_version=(3, 6))  # CNTK's kernel runs Python 3.6
         names = set()
@@ -117,7 +125,7 @@ def test_each_framework_module_imports_only_its_framework():
                 names |= {a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.ImportFrom):
                 names.add((node.module or "").split(".")[0])
-        assert names - stdlib - {"common", "frameworks"} <= FRAMEWORK_IMPORTS[path.stem], path.name
+        assert names - stdlib - {"common", "frameworks"} <= allowed_imports(path.stem), path.name
         assert ast.get_docstring(tree), path.name
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):

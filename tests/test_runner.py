@@ -9,7 +9,7 @@ from runner import catalog, cli, environments, report
 FIXTURES = catalog.REPO / "tests" / "fixtures"
 FIXTURE_FRAMEWORKS = tuple(
     catalog.Framework(key, key.capitalize(), key.capitalize() if key != "ok" else "OK", (catalog.Variant(None, "runner"),))
-    for key in ("ok", "raises", "hangs", "silent")
+    for key in ("ok", "raises", "hangs", "silent", "dies")
 )
 
 
@@ -72,6 +72,11 @@ def test_report_rebuilds_from_a_results_folder(fixture_catalog, tmp_path, capsys
     (["--set", "epochs"], "expected KEY=VALUE"),
     (["--set", "depth=3"], "no selected task has that hyperparameter"),
     (["--timeout", "0"], "--timeout must be positive"),
+    (["--set", "epochs=-1"], "hyperparameter epochs=-1 for task cnn: must be an integer >= 1"),
+    (["-t", "rnn", "--set", "batch_size=0"], "hyperparameter batch_size=0 for task rnn: must be an integer >= 1"),
+    (["--set", "lr=abc"], "hyperparameter lr='abc' for task cnn: must be a number >= 0.0"),
+    (["-p", "full", "--set", "epochs=1.5"], "hyperparameter epochs=1.5 for task cnn: must be an integer >= 1"),
+    (["-t", "inference", "--set", "image_size=64"], "image_size=64 for task inference: must be an integer >= 96"),
     (["setup", "theano"], "unknown environment theano"),
     (["setup", "--gpu", "--cpu"], "--gpu and --cpu exclude each other"),
     (["--gpu", "--cpu"], "--gpu and --cpu exclude each other"),
@@ -256,3 +261,57 @@ def test_cntk_kernel_finds_openmpi_under_its_old_names():
     out = subprocess.run([str(env.python_path), "-W", "ignore", "-c", code], capture_output=True, text=True,
                          env=dict(__import__("os").environ, **spec["env"]))
     assert out.returncode == 0 and out.stdout.strip() == "2.7", out.stderr[-2000:]
+
+
+TWO_RUNS = (catalog.Framework("ok", "OK", "OK", (catalog.Variant("a", "runner"), catalog.Variant("b", "runner"),
+                                                catalog.Variant("c", "runner"))),)
+
+
+def test_an_interrupted_run_says_so_and_resume_finishes_it(fixture_catalog, tmp_path, monkeypatch, capsys):
+    from runner import execution
+
+    monkeypatch.setattr(catalog, "FRAMEWORKS", TWO_RUNS)
+    real_run_job = execution.run_job
+
+    def ctrl_c_on_b(job, *args, **kwargs):
+        if job.stem == "OK_CNN-b":
+            raise KeyboardInterrupt  # what Ctrl-C raises while papermill waits for the kernel
+        return real_run_job(job, *args, **kwargs)
+
+    monkeypatch.setattr(execution, "run_job", ctrl_c_on_b)
+    argv = ["-f", "ok", "-t", "cnn", "-p", "smoke", "--set", "epochs=2", "--results", str(tmp_path), "-q"]
+    assert cli.main(argv) == cli.INTERRUPTED
+    (run_dir,) = run_dirs(tmp_path)
+    assert "--resume {}".format(run_dir) in capsys.readouterr().out
+    statuses = {path.name: json.loads(path.read_text())["status"] for path in run_dir.glob("*.result.json")}
+    assert statuses == {"OK_CNN-a.result.json": "ok", "OK_CNN-b.result.json": "interrupted"}  # c never started
+    assert "| interrupted (Ctrl-C) after " in (run_dir / "results.md").read_text()
+
+    monkeypatch.setattr(execution, "run_job", real_run_job)
+    first_a = (run_dir / "OK_CNN-a.result.json").read_text()
+    assert cli.main(["run", "--resume", str(run_dir), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "2 of its 3 notebooks to run" in out and "OK_CNN-a:" not in out
+    assert (run_dir / "OK_CNN-a.result.json").read_text() == first_a  # what had finished is kept as it was
+    records = report.load_records(run_dir)
+    assert [r["status"] for r in records] == ["ok"] * 3
+    assert all(r["params"] == {"epochs": 2} for r in records)  # the stored parameters, not the defaults
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 1
+
+
+def test_resume_refuses_changed_notebooks_and_new_parameters(fixture_catalog, tmp_path, monkeypatch, capsys):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    (notebooks / "OK_CNN.ipynb").write_text((FIXTURES / "OK_CNN.ipynb").read_text())
+    monkeypatch.setattr(catalog, "NOTEBOOKS", notebooks)
+    assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--results", str(tmp_path / "results"), "-q"]) == 0
+    (run_dir,) = run_dirs(tmp_path / "results")
+    capsys.readouterr()
+    assert cli.main(["run", "--resume", str(run_dir), "-p", "full"]) == 2
+    assert "--resume runs with the parameters stored in" in capsys.readouterr().err
+    (notebooks / "OK_CNN.ipynb").write_text((FIXTURES / "OK_CNN.ipynb").read_text().replace("fixture ran", "edited"))
+    assert cli.main(["run", "--resume", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "notebook OK_CNN.ipynb changed since" in err and len(err.strip().splitlines()) == 1
+    assert cli.main(["run", "--resume", str(tmp_path)]) == 2  # a folder no run started
+    assert "run.json cannot be read" in capsys.readouterr().err

@@ -1,0 +1,198 @@
+"""The fault suite: faults a user or a bad day plants, each injected for real, and what each one costs.
+
+Every test injects one fault into a run (or a setup, or a report) on the fixture notebooks, which run on the
+runner's own kernel, and checks two things: the fault gets its one-line reason where people look (the table,
+stderr, the exit status), and no other result is lost. FAULTS names them all; the README's Reliability
+section says what each gets, and a test keeps the two in step.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from runner import catalog, cli, environments, report
+
+# fault: what it gets. One test below per entry, named test_<fault>.
+FAULTS = {
+    "kernel_death": "a `failed: kernel died` row; the other rows intact; exit 1",
+    "hang": "stopped at --timeout, a `timeout` row; the other rows intact; exit 1",
+    "ctrl_c": "the running notebook's row says `interrupted`, its kernel is stopped, the table of what finished is "
+              "written; exit 130; `run --resume` finishes the run",
+    "killed_build": "a half-built environment is seen as missing and rebuilt by the next setup",
+    "bad_value": "a one-line error naming the parameter, its value and what is allowed; exit 2; nothing started",
+    "truncated_record": "`report` names the file on stderr and in the table, reports the rest; exit 1",
+    "runs_at_once": "runs started in the same second get folders of their own (-2, -3, ...)",
+    "setups_at_once": "a second setup of the same environment waits for the first and builds nothing",
+}
+FIXTURE_RUN = """
+import sys
+sys.path.insert(0, "tests")
+from runner import catalog, cli
+from test_runner import FIXTURES, FIXTURE_FRAMEWORKS
+catalog.NOTEBOOKS, catalog.FRAMEWORKS = FIXTURES, FIXTURE_FRAMEWORKS
+sys.exit(cli.main(sys.argv[1:]))
+"""
+BUILD = """
+import sys
+from pathlib import Path
+from runner import catalog, environments
+root = Path(sys.argv[1])
+catalog.REPO, catalog.ENVS_DIR, catalog.JUPYTER_DIR, catalog.REQUIREMENTS_DIR = root, root / "envs", root / "jupyter", root
+environments.ensure(catalog.Environment("tiny", "Tiny"), say=lambda line: print(line, flush=True), heartbeat=60)
+"""
+RUN_DIRS = """
+import sys
+from pathlib import Path
+from runner import cli
+for _ in range(5):
+    print(cli.new_run_dir(Path(sys.argv[1]), "smoke").name)
+"""
+
+
+@pytest.fixture(autouse=True)
+def runner_environment():
+    if not environments.is_ready(catalog.ENVIRONMENTS["runner"]):
+        pytest.fail("the runner environment is not built: run `python3 run_all.py setup runner`")
+
+
+def start(code, *args, **options):
+    """A Python process running `code` with `args`, in the repository, its output captured."""
+    return subprocess.Popen([sys.executable, "-c", code] + [str(a) for a in args], cwd=str(catalog.REPO),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **options)
+
+
+def fixture_run(tmp_path, *argv):
+    """Run the runner on fixture notebooks in a process of its own; return (exit status, output, run folder)."""
+    process = start(FIXTURE_RUN, *(list(argv) + ["-t", "cnn", "-p", "smoke", "--results", tmp_path, "-q"]))
+    out = process.communicate(timeout=300)[0]
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    return process.returncode, out, run_dir
+
+
+def statuses(run_dir):
+    return {r["framework"]: r["status"] for r in report.load_records(run_dir)}
+
+
+def wait_for(condition, what, timeout=120):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "waited {} s for {}".format(timeout, what)
+        time.sleep(0.05)
+
+
+def test_every_fault_has_its_test_and_its_line_in_the_readme():
+    tests = {name[len("test_"):] for name in globals() if name.startswith("test_")}
+    assert set(FAULTS) <= tests
+    readme = (catalog.REPO / "README.md").read_text()
+    section = readme[readme.index("## Reliability"):readme.index("## ", readme.index("## Reliability") + 3)]
+    assert "injects {} faults".format(len(FAULTS)) in section
+    for what in FAULTS.values():
+        assert what in section, what
+
+
+def test_kernel_death(tmp_path):
+    status, out, run_dir = fixture_run(tmp_path, "-f", "ok,dies,raises")
+    assert status == 1, out
+    assert statuses(run_dir) == {"OK": "ok", "Dies": "failed", "Raises": "failed"}
+    assert "failed: kernel died" in (run_dir / "results.md").read_text()
+
+
+def test_hang(tmp_path):
+    status, out, run_dir = fixture_run(tmp_path, "-f", "hangs,ok", "--timeout", "5")
+    assert status == 1, out
+    assert statuses(run_dir) == {"Hangs": "timeout", "OK": "ok"}
+    assert "timeout: stopped after 5" in (run_dir / "results.md").read_text()
+
+
+def kernels_in(run_dir):
+    """Processes whose working folder is the run folder: the kernels papermill started there."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and os.path.realpath(str(proc / "cwd")) == os.path.realpath(str(run_dir)):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_ctrl_c(tmp_path):
+    results = tmp_path / "results"
+    process = start(FIXTURE_RUN, "-f", "ok,hangs,raises", "-t", "cnn", "-p", "smoke", "--results", results, "-q",
+                    start_new_session=True)  # a process group of its own, as a terminal's job is
+    wait_for(lambda: any(results.glob("*/Hangs_CNN.ipynb")), "the hanging notebook to start")
+    (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
+    wait_for(lambda: kernels_in(run_dir), "its kernel")
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C in a terminal signals the whole group
+    out = process.communicate(timeout=120)[0]
+    assert process.returncode == cli.INTERRUPTED, out
+    assert statuses(run_dir) == {"OK": "ok", "Hangs": "interrupted"}  # Raises never started: no row yet
+    assert "| interrupted (Ctrl-C) after" in (run_dir / "results.md").read_text()
+    wait_for(lambda: not kernels_in(run_dir), "the kernel to stop", timeout=30)
+    # finishing it: what is missing or interrupted runs again (Hangs, bounded by a timeout this time, and Raises)
+    stored = json.loads((run_dir / cli.RUN_FILE).read_text())
+    stored["timeout"] = 5
+    (run_dir / cli.RUN_FILE).write_text(json.dumps(stored))
+    resumed = start(FIXTURE_RUN, "run", "--resume", run_dir, "-q")
+    out = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 1 and "2 of its 3 notebooks to run" in out, out
+    assert statuses(run_dir) == {"OK": "ok", "Hangs": "timeout", "Raises": "failed"}
+
+
+def test_killed_build(tmp_path):
+    (tmp_path / "tiny.txt").write_text("# no packages: the venv and its kernel are the whole build\n")
+    build = start(BUILD, tmp_path)
+    wait_for(lambda: (tmp_path / "envs" / "tiny" / "bin").exists(), "the build to start")
+    build.kill()  # kill -9 halfway
+    build.communicate(timeout=60)
+    env_root = tmp_path / "envs" / "tiny"
+    assert env_root.exists()
+    again = start(BUILD, tmp_path)
+    out = again.communicate(timeout=300)[0]
+    assert again.returncode == 0, out
+    assert "build incomplete; rebuilding" in out and "tiny: done in" in out
+
+
+def test_bad_value(tmp_path, capsys):
+    assert cli.main(["-t", "cnn", "--set", "batch_size=0", "--results", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "run_all.py: error: hyperparameter batch_size=0 for task cnn: must be an integer >= 1"
+    assert not list(tmp_path.iterdir())  # nothing was started
+
+
+def test_truncated_record(tmp_path, capsys):
+    status, out, run_dir = fixture_run(tmp_path, "-f", "ok,raises")
+    record = run_dir / "OK_CNN.result.json"
+    record.write_text(record.read_text()[:40])  # a copy that broke off
+    assert cli.main(["report", str(run_dir)]) == 1
+    assert "warning: unreadable record: {}".format(record) in capsys.readouterr().err
+    table = (run_dir / "results.md").read_text()
+    assert "| unreadable record: OK_CNN.result.json: " in table and "failed: ValueError: planted failure" in table
+
+
+def test_runs_at_once(tmp_path):
+    first, second = start(RUN_DIRS, tmp_path), start(RUN_DIRS, tmp_path)
+    names = first.communicate(timeout=60)[0].split() + second.communicate(timeout=60)[0].split()
+    assert first.returncode == second.returncode == 0, names
+    assert len(names) == 10 and len(set(names)) == 10 and sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
+    assert any(name.endswith("-smoke-2") for name in names)  # the same second: numbered, not a FileExistsError
+
+
+def test_setups_at_once(tmp_path):
+    (tmp_path / "tiny.txt").write_text("# no packages: the venv and its kernel are the whole build\n")
+    lock = tmp_path / "envs" / "tiny.lock"
+    first = start(BUILD, tmp_path)
+    wait_for(lambda: lock.exists() and lock.read_text().startswith("process"), "the first to hold the lock")
+    second = start(BUILD, tmp_path)
+    first_out, second_out = first.communicate(timeout=300)[0], second.communicate(timeout=300)[0]
+    assert first.returncode == 0 and second.returncode == 0, first_out + second_out
+    assert "tiny: creating with Python" in first_out and "tiny: done in" in first_out
+    assert "tiny: process {} is building it; waiting until it is done".format(first.pid) in second_out
+    assert "creating" not in second_out and "tiny: ready (" in second_out  # it used the first one's build
+    assert lock.read_text() == ""  # released
