@@ -31,7 +31,11 @@ FAULTS = {
     "setups_at_once": "a second setup of the same environment waits for the first and builds nothing",
 }
 FIXTURE_RUN = """
+import signal
 import sys
+# Ctrl-C raises KeyboardInterrupt as in a terminal, also where these tests run as a background job, which
+# starts with SIGINT ignored (and Python then keeps ignoring it)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, "tests")
 from runner import catalog, cli
 from test_runner import FIXTURES, FIXTURE_FRAMEWORKS
