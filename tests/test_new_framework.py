@@ -82,11 +82,25 @@ def toy_notebook(task):
     return notebook
 
 
+LEFT_OUT = {".git", ".envs", ".jupyter", "results", "data", ".pytest_cache", ".ruff_cache", "__pycache__"}
+
+
+def repository_files():
+    """The repository's files: those git tracks and the new ones it does not ignore, or, outside a git checkout,
+    every file but environments, caches, downloads and results."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                                cwd=str(catalog.REPO), capture_output=True, text=True, check=True).stdout.split("\0")
+        return [name for name in listed if name]
+    except (OSError, subprocess.CalledProcessError):
+        return [str(path.relative_to(catalog.REPO)) for path in catalog.REPO.rglob("*")
+                if not (path.is_dir() and not path.is_symlink())
+                and not LEFT_OUT & set(path.relative_to(catalog.REPO).parts)]
+
+
 def copy_repository(target):
-    """The repository's files (tracked, and new ones git does not ignore) copied to `target`, links as links."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=str(catalog.REPO),
-                            capture_output=True, text=True, check=True).stdout.split("\0")
-    for name in filter(None, listed):
+    """The repository's files copied to `target`, links as links."""
+    for name in repository_files():
         source, destination = catalog.REPO / name, target / name
         if not os.path.lexists(str(source)):
             continue  # deleted in the work tree
