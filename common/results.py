@@ -38,6 +38,8 @@ FIELDS = (
     "environment", "params", "timings", "metrics", "notebook", "started_at", "duration_s",
 )
 OPTIONAL_FIELDS = ("model",)  # present in new records, accepted missing in older ones
+
+
 def new_record(framework, task, profile, variant=None, params=None):
     """Start a record for a notebook run: identity, parameters and start time; the rest is filled in as it runs."""
     record = dict.fromkeys(FIELDS + OPTIONAL_FIELDS)

@@ -57,19 +57,14 @@ def params_for(task, overrides):
     return hyperparams.for_task(task, "smoke", overrides)
 
 
-def exchange_parameters(init, exported, overrides):
-    """The papermill parameters of a check's run: synthetic data on the CPU, two threads, from `init`."""
-    return {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": overrides,
-            "init_weights": str(init), "export_weights": str(exported)}
-
-
 def run_exchange(task, job, folder, init, overrides, tag):
     """Run `job`'s notebook on the CPU from the canonical weights `init`, in folder/tag; return (record, exported)."""
     run_dir = folder / tag
     run_dir.mkdir(parents=True, exist_ok=True)
     exported = run_dir / (job.stem + ".npz")
-    record = execution.run_job(job, run_dir, "smoke", exchange_parameters(init, exported, overrides), timeout=600,
-                               show_output=False)
+    parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": overrides,
+                  "init_weights": str(init), "export_weights": str(exported)}
+    record = execution.run_job(job, run_dir, "smoke", parameters, timeout=600, show_output=False)
     if record["status"] != "ok":
         raise ExchangeError("{} {}: {}".format(job.stem, record["status"], record["error"]))
     return record, weights.load_weights(str(exported), task, params_for(task, overrides))

@@ -8,10 +8,6 @@ from pathlib import Path
 from common import tasks
 from runner import html_report, table
 
-CSV_COLUMNS = table.CSV_COLUMNS
-# Kept for the tests and callers that read rows through this module; they live in runner/table.py.
-load_records, row, label, status_text = table.load_records, table.row, table.label, table.status_text
-
 
 def markdown(records, title="Results", checks=None):
     """The comparison table as Markdown: a header naming profile and hardware, the notes, then one table per task.
@@ -39,13 +35,13 @@ def plot(records, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [row(r) for r in records]
+    rows = [table.row(r) for r in records]
     shown = [t for t in tasks.TASKS if any(r["task"] == t for r in rows)] or list(tasks.TASKS)
     figure, axes = plt.subplots(1, len(shown), figsize=(5 * len(shown), 3.2), squeeze=False)
     for axis, task in zip(axes[0], shown):
         key, axis_label = tasks.TASKS[task].headline
         task_rows = [r for r in rows if r["task"] == task]
-        names = [label(r) for r in task_rows]
+        names = [table.label(r) for r in task_rows]
         values = [r[key] if r[key] is not None else 0.0 for r in task_rows]
         bars = axis.barh(names, values, color=["tab:blue" if r["status"] == "ok" else "tab:red" for r in task_rows])
         for bar, r in zip(bars, task_rows):
@@ -68,13 +64,13 @@ def write_report(run_dir):
     from runner import equivalence
 
     run_dir = Path(run_dir)
-    records = load_records(run_dir)
+    records = table.load_records(run_dir)
     checks = equivalence.load(run_dir)
     text = markdown(records, title="Results of {}".format(run_dir.name), checks=checks)
     (run_dir / "results.md").write_text(text)
     rows = table.flat_rows(records, checks)
     with open(str(run_dir / "results.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        writer = csv.DictWriter(f, fieldnames=table.CSV_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
     (run_dir / "results.json").write_text(json.dumps({"rows": rows, "records": records}, indent=1) + "\n")

@@ -33,7 +33,6 @@ from runner import catalog
 
 DOCS_DIR = catalog.REPO / "docs" / "rosetta"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-SECTION_TITLES = tasks.SECTION_TITLES
 
 
 def framework_modules():
@@ -81,7 +80,7 @@ def sections_of(path):
 
 def check_sections(task, notebooks):
     """Raise RosettaError naming every notebook of `task` that lacks one of the task's sections, or that carries
-    a tag SECTION_TITLES does not name."""
+    a tag common/tasks.py SECTION_TITLES does not name."""
     problems = []
     for label, path in notebooks:
         found = sections_of(path)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from common import tasks
-from runner import catalog, environments, report, rosetta
+from runner import catalog, environments, rosetta, table
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -60,8 +60,8 @@ def test_results_report_shows_every_row(browser, tmp_path, monkeypatch):
     assert cli.main(["-f", "ok,raises", "-t", "cnn", "-p", "smoke", "--results", str(tmp_path), "-q"]) == 1
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     page, errors = open_page(browser, run_dir / "report.html")
-    for record in report.load_records(run_dir):
-        row = page.locator("tr", has_text=report.label(report.row(record))).first
+    for record in table.load_records(run_dir):
+        row = page.locator("tr", has_text=table.label(table.row(record))).first
         assert row.is_visible(), record["framework"]
     assert page.get_by_text("failed: ValueError: planted failure").is_visible()
     screenshot(page, run_dir, "report.png")

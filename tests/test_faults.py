@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import catalog, cli, environments, report
+from runner import catalog, cli, environments, table
 
 # fault: what it gets. One test below per entry, named test_<fault>.
 FAULTS = {
@@ -80,7 +80,7 @@ def fixture_run(tmp_path, *argv):
 
 
 def statuses(run_dir):
-    return {r["framework"]: r["status"] for r in report.load_records(run_dir)}
+    return {r["framework"]: r["status"] for r in table.load_records(run_dir)}
 
 
 def wait_for(condition, what, timeout=120):
@@ -176,8 +176,8 @@ def test_truncated_record(tmp_path, capsys):
     record.write_text(record.read_text()[:40])  # a copy that broke off
     assert cli.main(["report", str(run_dir)]) == 1
     assert "warning: unreadable record: {}".format(record) in capsys.readouterr().err
-    table = (run_dir / "results.md").read_text()
-    assert "| unreadable record: OK_CNN.result.json: " in table and "failed: ValueError: planted failure" in table
+    markdown = (run_dir / "results.md").read_text()
+    assert "| unreadable record: OK_CNN.result.json: " in markdown and "failed: ValueError: planted failure" in markdown
 
 
 def test_runs_at_once(tmp_path):

@@ -8,7 +8,7 @@ import json
 import pytest
 from fake_gpus import MACHINES, failing_nvidia_smi, fake_nvidia_smi, use_nvidia_smi
 
-from runner import catalog, cli, compatibility, environments, report
+from runner import catalog, cli, compatibility, environments, table
 
 
 def machine(name):
@@ -171,16 +171,16 @@ def test_a_run_on_an_h100_gives_the_rows_it_cannot_run_their_reason(tmp_path, mo
     status = cli.main(["-f", "mxnet,chainer,pytorch", "-t", "cnn", "-p", "smoke", "--results", str(tmp_path / "r")])
     assert status == 1
     (run_dir,) = (tmp_path / "r").iterdir()
-    rows = {r["framework"]: report.row(r) for r in report.load_records(run_dir)}
+    rows = {r["framework"]: table.row(r) for r in table.load_records(run_dir)}
     assert {name: r["status"] for name, r in rows.items()} == {"MXNet": "unavailable", "Chainer": "unavailable",
                                                                  "PyTorch": "unavailable"}
-    assert report.status_text(rows["MXNet"]).startswith("unavailable on this GPU: mxnet-cuda112.txt (CUDA 11.2): this "
+    assert table.status_text(rows["MXNet"]).startswith("unavailable on this GPU: mxnet-cuda112.txt (CUDA 11.2): this "
                                                         "NVIDIA H100 80GB HBM3 is compute capability 9.0")
-    assert report.status_text(rows["PyTorch"]) == ("unavailable on this GPU: PyTorch 2.14.1 (CUDA 13.0): CUDA driver "
+    assert table.status_text(rows["PyTorch"]) == ("unavailable on this GPU: PyTorch 2.14.1 (CUDA 13.0): CUDA driver "
                                                    "version is insufficient")
-    table = (run_dir / "results.md").read_text()
-    assert "| unavailable on this GPU: no GPU build: Chainer 7.8" in table
-    assert "Hardware: -" in table  # nothing ran: no row claims the H100, none the CPU
+    markdown = (run_dir / "results.md").read_text()
+    assert "| unavailable on this GPU: no GPU build: Chainer 7.8" in markdown
+    assert "Hardware: -" in markdown  # nothing ran: no row claims the H100, none the CPU
 
 
 def test_list_shows_the_gpu_and_what_each_environment_can_do_with_it(tmp_path, monkeypatch, capsys):

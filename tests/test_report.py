@@ -27,12 +27,12 @@ def test_rows_follow_the_catalog_and_show_compile_time_and_failures(tmp_path):
     ]
     for number, record in enumerate(records):
         results.write_result(str(tmp_path / "{}.result.json".format(number)), record, record["status"])
-    ordered = report.load_records(tmp_path)
+    ordered = table.load_records(tmp_path)
     assert [(r["task"], r["framework"], r["variant"]) for r in ordered] == [
         ("cnn", "PyTorch", None), ("cnn", "Keras", "tensorflow"), ("cnn", "Keras", "torch"), ("cnn", "JAX", None),
         ("inference", "PyTorch", None),
     ]
-    assert report.label(report.row(ordered[2])) == "Keras (torch)" == results.label("Keras", "torch")
+    assert table.label(table.row(ordered[2])) == "Keras (torch)" == results.label("Keras", "torch")
     text = report.markdown(ordered)
     assert "| JAX | 1.0 | cpu | synthetic | 1.0 |" in text and "| 2.50 |  |  | 0.900 | ok |" in text
     assert "failed: RuntimeError: CUDA / out of memory" in text  # a '|' in an error cannot break the table

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from runner import catalog, cli, environments, report
+from runner import catalog, cli, environments, table
 
 FIXTURES = catalog.REPO / "tests" / "fixtures"
 FIXTURE_FRAMEWORKS = tuple(
@@ -31,7 +31,7 @@ def test_a_failure_and_a_hang_are_recorded_and_the_run_goes_on(fixture_catalog, 
                        "--results", str(tmp_path), "--set", "epochs=2"])
     assert status == 1  # some notebooks failed, after all of them ran
     (run_dir,) = run_dirs(tmp_path)
-    records = {r["framework"]: r for r in report.load_records(run_dir)}
+    records = {r["framework"]: r for r in table.load_records(run_dir)}
     assert records["Raises"]["status"] == "failed"
     assert records["Raises"]["error"] == "ValueError: planted failure for the runner tests"
     assert records["Hangs"]["status"] == "timeout" and "10" in records["Hangs"]["error"]
@@ -47,8 +47,8 @@ def test_a_failure_and_a_hang_are_recorded_and_the_run_goes_on(fixture_catalog, 
     hung = json.loads((run_dir / "Hangs_CNN.ipynb").read_text())
     assert "ran past its 10" in "".join(hung["cells"][-1]["source"])
     # the table names every row with its status
-    table = (run_dir / "results.md").read_text()
-    assert "failed: ValueError: planted failure" in table and "timeout: stopped after 10" in table
+    markdown = (run_dir / "results.md").read_text()
+    assert "failed: ValueError: planted failure" in markdown and "timeout: stopped after 10" in markdown
     assert (run_dir / "results.png").stat().st_size > 1000
     assert len((run_dir / "results.csv").read_text().strip().splitlines()) == 5
     out = capsys.readouterr().out
@@ -105,7 +105,7 @@ def test_an_environment_that_cannot_be_built_gives_unavailable_rows(monkeypatch,
     monkeypatch.setattr(environments, "ensure", refuse)
     assert cli.main(["-f", "pytorch", "-p", "smoke", "--results", str(tmp_path)]) == 1
     (run_dir,) = run_dirs(tmp_path)
-    records = report.load_records(run_dir)
+    records = table.load_records(run_dir)
     assert [r["status"] for r in records] == ["unavailable"] * 3
     assert "unavailable: environment pytorch needs Python 3.99" in (run_dir / "results.md").read_text()
 
@@ -293,7 +293,7 @@ def test_an_interrupted_run_says_so_and_resume_finishes_it(fixture_catalog, tmp_
     out = capsys.readouterr().out
     assert "2 of its 3 notebooks to run" in out and "OK_CNN-a:" not in out
     assert (run_dir / "OK_CNN-a.result.json").read_text() == first_a  # what had finished is kept as it was
-    records = report.load_records(run_dir)
+    records = table.load_records(run_dir)
     assert [r["status"] for r in records] == ["ok"] * 3
     assert all(r["params"] == {"epochs": 2} for r in records)  # the stored parameters, not the defaults
     assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 1
