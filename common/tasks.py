@@ -30,7 +30,7 @@ PARAMETERS = ("profile", "overrides", "data_source", "device", "threads", "seed"
 class Task(object):
     """One workload: its names, its notebooks' sections, its headline figure and its equivalence case."""
 
-    def __init__(self, key, notebook, title, sections, headline, metrics, digits, train_split=None,
+    def __init__(self, key, notebook, title, sections, headline, metrics, digits, dataset=None, train_split=None,
                  test_split=None, parameters=(), equivalence=None):
         unknown = [tag for tag in sections if tag not in SECTION_TITLES]
         if unknown:
@@ -42,6 +42,7 @@ class Task(object):
         self.headline = headline  # (metric, label): the figure the task is ranked by, lower is better
         self.metrics = tuple(metrics)  # the metrics an "ok" record must have
         self.digits = digits  # decimals of the headline figure in tables
+        self.dataset = dataset  # the name of its download in common/datasets.py (REMOTE_FILES); None: generated
         self.train_split = train_split  # samples in the whole training split (None: nothing is trained)
         self.test_split = test_split  # samples in the whole test split
         self.parameters = tuple(parameters)  # notebook parameters after PARAMETERS, the same in every framework
@@ -61,7 +62,7 @@ TASKS = OrderedDict((task.key, task) for task in (
     Task("cnn", "CNN", "CNN: VGG-style net trained on CIFAR-10",
          ("parameters", "imports", "setup", "data", "model", "weights", "training", "evaluation", "results"),
          headline=("train_s", "training time (s)"), metrics=("train_s", "accuracy"), digits=1,
-         train_split=50000, test_split=10000, parameters=("init_weights", "export_weights"),
+         dataset="CIFAR-10", train_split=50000, test_split=10000, parameters=("init_weights", "export_weights"),
          # dropout off: it draws different masks in every framework
          equivalence={"train_samples": 64, "test_samples": 64, "epochs": 1, "conv_dropout": 0.0,
                       "dense_dropout": 0.0}),
@@ -73,7 +74,7 @@ TASKS = OrderedDict((task.key, task) for task in (
     Task("rnn", "RNN", "RNN: embedding + GRU on IMDB",
          ("parameters", "imports", "setup", "data", "model", "weights", "training", "evaluation", "results"),
          headline=("train_s", "training time (s)"), metrics=("train_s", "accuracy"), digits=1,
-         train_split=25000, test_split=25000, parameters=("init_weights", "export_weights"),
+         dataset="IMDB", train_split=25000, test_split=25000, parameters=("init_weights", "export_weights"),
          # beta2 0: Adam's first step is then the same whether epsilon is added before the bias correction
          # (Keras, MXNet, Chainer, CNTK) or after it (PyTorch, the TensorFlow notebook, Optax)
          equivalence={"train_samples": 64, "test_samples": 64, "epochs": 1, "beta2": 0.0}),

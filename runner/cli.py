@@ -451,7 +451,8 @@ def check_equivalence(jobs, run_dir):
         print("[equivalence] skipped: the reference, PyTorch, has no environment here")
         return
     started = time.time()
-    equivalence.check(checked, run_dir / equivalence.EQUIVALENCE_DIR)
+    # two notebooks at a time on this 2-core machine, up to four on bigger ones: the check times nothing
+    equivalence.check(checked, run_dir / equivalence.EQUIVALENCE_DIR, workers=max(1, min(4, os.cpu_count() or 1)))
     print("[equivalence] done in {}".format(_clock(time.time() - started)))
 
 
@@ -496,6 +497,32 @@ def finished(run_dir, job):
         return False
 
 
+def fetch_data(task_keys, source, say=print):
+    """Fetch each task's dataset once, before any notebook starts; return {task: the data source its notebooks get}.
+
+    A dataset already in the cache is verified, one that is not is downloaded (with its checksum). With 'auto', a
+    dataset that cannot be had sends its notebooks straight to the synthetic stand-in instead of each one trying
+    the network again (their records say 'synthetic'); with 'real' the DownloadError or ChecksumError is raised.
+    """
+    from common import datasets
+
+    sources = {}
+    for key in task_keys:
+        name = tasks.TASKS[key].dataset
+        sources[key] = source
+        if name is None or source == "synthetic":
+            continue
+        try:
+            path = datasets.download(datasets.REMOTE_FILES[name])
+            say("[data] {}: {} (checksum verified)".format(name, path))
+        except datasets.DownloadError as error:
+            if source == "real":
+                raise
+            sources[key] = "synthetic"
+            say("[data] {}: {}; its notebooks use the synthetic stand-in".format(name, results.first_line(str(error))))
+    return sources
+
+
 def run(args):
     """Set up missing environments, run every selected notebook, write the report; exit 1 if any notebook failed,
     130 when interrupted (the running notebook's row says so; --resume finishes the run)."""
@@ -521,6 +548,13 @@ def run(args):
                                                  wheels=args.wheels)
         unavailable.update({name: str(error) for name, error in failed.items()})
 
+    from common import datasets
+
+    try:
+        data_sources = fetch_data(sorted({job.task for job in jobs if job.variant.env not in unavailable}), args.data)
+    except (datasets.DownloadError, datasets.ChecksumError) as error:
+        print("run_all.py: error: --data {}: {}".format(args.data, results.first_line(str(error))), file=sys.stderr)
+        return 1
     if run_dir is None:
         run_dir = new_run_dir(args.results, args.profile)
         write_run_file(args, run_dir)
@@ -528,7 +562,7 @@ def run(args):
     else:
         print("Resuming {}: {} of its {} notebooks to run (missing, failed or interrupted), profile {}, data {}".format(
             run_dir, len(jobs), len(args.jobs), args.profile, args.data))
-    parameters = {"data_source": args.data, "device": args.device, "threads": args.threads, "seed": args.seed}
+    parameters = {"device": args.device, "threads": args.threads, "seed": args.seed}
     started, interrupted, running, job_started = time.time(), False, None, None
     try:
         for number, job in enumerate(jobs, 1):
@@ -543,7 +577,8 @@ def run(args):
                 sys.stdout.flush()
                 overrides = task_overrides(args.overrides, job.task, args.profile)
                 running, job_started = job, time.time()
-                record = execution.run_job(job, run_dir, args.profile, dict(parameters, overrides=overrides),
+                record = execution.run_job(job, run_dir, args.profile,
+                                           dict(parameters, data_source=data_sources[job.task], overrides=overrides),
                                            args.timeout, show_output=not args.quiet)
                 running = None
             outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]

@@ -124,7 +124,7 @@ def test_accuracy_flags_chance_level_runs_and_full_runs_off_the_median():
 def test_throughput_counts_an_epochs_flops_against_the_device_peak():
     from common import flops, hyperparams
 
-    params = hyperparams.for_task("cnn", "quick")
+    params = hyperparams.for_task("cnn", "quick", {"train_samples": 10000})
     record = ok_record("PyTorch", "cnn", train_s=100.0, accuracy=0.5)
     record.update(params=params, timings={"epoch_s": {"median": 100.0}})
     record["environment"].update(threads=2, cpu_mhz=2000.0, cpu_simd="avx2")

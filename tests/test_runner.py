@@ -1,5 +1,6 @@
 """The runner on fixture notebooks: one that works, one that raises, one that hangs, one that writes no record."""
 
+import hashlib
 import json
 
 import pytest
@@ -315,3 +316,29 @@ def test_resume_refuses_changed_notebooks_and_new_parameters(fixture_catalog, tm
     assert "notebook OK_CNN.ipynb changed since" in err and len(err.strip().splitlines()) == 1
     assert cli.main(["run", "--resume", str(tmp_path)]) == 2  # a folder no run started
     assert "run.json cannot be read" in capsys.readouterr().err
+
+
+def test_each_dataset_is_fetched_once_before_the_notebooks(tmp_path, data_cache, monkeypatch, capsys):
+    """fetch_data: a dataset that can be had is cached and verified for the notebooks ('auto' stays); one that
+    cannot sends 'auto' notebooks to the stand-in at once and stops a 'real' run with the download's reason."""
+    from common import datasets
+
+    monkeypatch.setattr(datasets.time, "sleep", lambda seconds: None)
+    payload = tmp_path / "cifar.tar.gz"
+    payload.write_bytes(b"a CIFAR-10 archive, as far as the checksum knows")
+    served = datasets.RemoteFile("CIFAR-10", payload.as_uri(), "cifar.tar.gz", "sha256",
+                                 hashlib.sha256(payload.read_bytes()).hexdigest())
+    gone = datasets.IMDB_FILE._replace(url="file:///nonexistent/imdb.npz")
+    monkeypatch.setattr(datasets, "REMOTE_FILES", {"CIFAR-10": served, "IMDB": gone})
+
+    assert cli.fetch_data(["cnn", "inference", "rnn"], "auto") == {"cnn": "auto", "inference": "auto", "rnn": "synthetic"}
+    assert (data_cache / "cifar.tar.gz").read_bytes() == payload.read_bytes()
+    out = capsys.readouterr().out
+    assert "[data] IMDB: could not download IMDB" in out and "use the synthetic stand-in" in out
+    assert cli.fetch_data(["cnn", "rnn"], "synthetic") == {"cnn": "synthetic", "rnn": "synthetic"}
+    with pytest.raises(datasets.DownloadError, match="could not download IMDB"):
+        cli.fetch_data(["rnn"], "real")
+    assert cli.main(["run", "-f", "pytorch", "-t", "rnn", "--data", "real", "--no-setup", "--results",
+                     str(tmp_path / "results")]) == 1
+    assert "run_all.py: error: --data real: could not download IMDB" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()  # refused before a results folder was made
