@@ -54,9 +54,9 @@ PROFILES = {
     "full": {},
     # Three epochs, so that the first (warm-up, autotune, compilation inside the step) is reported apart and the
     # other two give a median and a spread; as few steps as still take every framework's own initialisation
-    # clearly above chance (PyTorch's CNN takes off after 60 to 90 SGD steps on the stand-in, its GRU within 50 Adam steps).
+    # clearly above chance (PyTorch's CNN takes off after 60 to 70 SGD steps on the stand-in, its GRU within 50 Adam steps).
     "quick": {
-        "cnn": {"epochs": 3, "train_samples": 2048, "test_samples": 512},
+        "cnn": {"epochs": 3, "train_samples": 1536, "test_samples": 512},
         "inference": {"batches": 1, "repeats": 3},
         "rnn": {"epochs": 3, "train_samples": 1024, "test_samples": 512},
     },

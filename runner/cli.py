@@ -451,8 +451,7 @@ def check_equivalence(jobs, run_dir):
         print("[equivalence] skipped: the reference, PyTorch, has no environment here")
         return
     started = time.time()
-    # two notebooks at a time on this 2-core machine, up to four on bigger ones: the check times nothing
-    equivalence.check(checked, run_dir / equivalence.EQUIVALENCE_DIR, workers=max(1, min(4, os.cpu_count() or 1)))
+    equivalence.check(checked, run_dir / equivalence.EQUIVALENCE_DIR)
     print("[equivalence] done in {}".format(_clock(time.time() - started)))
 
 

@@ -16,10 +16,7 @@ still holds is checked instead (the weights it can represent go in and come out 
 the outputs do differ, so that the claim stays true.
 """
 
-import concurrent.futures
-import functools
 import json
-import os
 
 import numpy as np
 
@@ -60,13 +57,12 @@ def params_for(task, overrides):
     return hyperparams.for_task(task, "smoke", overrides)
 
 
-def run_exchange(task, job, folder, init, overrides, tag, threads=2):
-    """Run `job`'s notebook on the CPU (`threads` cores) from the canonical weights `init`, in folder/tag;
-    return (record, exported)."""
+def run_exchange(task, job, folder, init, overrides, tag):
+    """Run `job`'s notebook on the CPU from the canonical weights `init`, in folder/tag; return (record, exported)."""
     run_dir = folder / tag
     run_dir.mkdir(parents=True, exist_ok=True)
     exported = run_dir / (job.stem + ".npz")
-    parameters = {"data_source": "synthetic", "device": "cpu", "threads": threads, "seed": 0, "overrides": overrides,
+    parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": overrides,
                   "init_weights": str(init), "export_weights": str(exported)}
     record = execution.run_job(job, run_dir, "smoke", parameters, timeout=600, show_output=False)
     if record["status"] != "ok":
@@ -196,22 +192,8 @@ def load(run_dir):
             for result in doc["results"]}
 
 
-def _compared(job, entry):
-    """compare(), with a failed notebook run as the result's error."""
-    try:
-        return compare(job, entry)
-    except ExchangeError as error:
-        return {"job": job.stem, "framework": job.label, "task": job.task, "error": str(error)}
-
-
-def check(jobs, folder, say=print, workers=1, run=run_exchange):
-    """Compare every job with PyTorch's from shared weights; write folder/equivalence.json; return it.
-
-    With `workers` > 1, that many notebooks run at once, each on its share of the CPU's cores: nothing in the
-    check is timed, and most of a run is its kernel starting and importing its framework.
-    """
-    if workers > 1 and run is run_exchange:
-        run = functools.partial(run_exchange, threads=max(1, (os.cpu_count() or 1) // workers))
+def check(jobs, folder, say=print):
+    """Compare every job with PyTorch's from shared weights; write folder/equivalence.json; return it."""
     out = {}
     folder.mkdir(parents=True, exist_ok=True)
     for task in TASKS:
@@ -219,21 +201,21 @@ def check(jobs, folder, say=print, workers=1, run=run_exchange):
         if not task_jobs:
             continue
         say("[equivalence] {}: PyTorch from the shared weights ...".format(task))
+        results = []
         try:
-            entry = reference(task, folder / task, run=run)
+            entry = reference(task, folder / task)
         except ExchangeError as error:
             results = [{"job": job.stem, "framework": job.label, "task": task, "error": "reference: " + str(error)}
                        for job in task_jobs]
             out[task] = document(task, results)
             continue
-        results = []
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
-        try:
-            for job, result in zip(task_jobs, pool.map(functools.partial(_compared, entry=entry), task_jobs)):
-                say("[equivalence] {}: {}".format(job.stem, verdict(result)))
-                results.append(result)
-        finally:  # on Ctrl-C: what has not started never starts, what runs finishes (seconds)
-            pool.shutdown(wait=True, cancel_futures=True)
+        for job in task_jobs:
+            try:
+                result = compare(job, entry)
+            except ExchangeError as error:
+                result = {"job": job.stem, "framework": job.label, "task": task, "error": str(error)}
+            say("[equivalence] {}: {}".format(job.stem, verdict(result)))
+            results.append(result)
         out[task] = document(task, results)
     (folder / RESULT_FILE).write_text(json.dumps(out, indent=1) + "\n")
     return out

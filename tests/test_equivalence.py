@@ -4,7 +4,6 @@ smoke tests check too; the measured errors go to equivalence.json in the session
 """
 
 import json
-import threading
 
 import numpy as np
 import pytest
@@ -80,30 +79,3 @@ def test_flax_gru_is_the_reference_once_the_bias_it_lacks_is_zero(references, tm
     _, got = equivalence.run_exchange("rnn", job, tmp_path, init, overrides, "b")
     np.testing.assert_allclose(got[weights.LOGITS], expected[weights.LOGITS], **equivalence.LOGITS_TOLERANCE)
 
-
-def test_the_check_runs_two_notebooks_at_once_and_reports_them_in_order(tmp_path):
-    """check(workers=2), as the main run calls it: real notebook runs two at a time (each on one core), the
-    verdicts in the jobs' order, the same as one at a time would give."""
-    jobs = [job for job in JOBS if job.task == "cnn"][:3]
-    for job in jobs + catalog.select([equivalence.REFERENCE], ["cnn"]):
-        require_environment(job.environment)
-    lock, running, most = threading.Lock(), [0], [0]
-
-    def run(task, job, folder, init, overrides, tag):
-        with lock:
-            running[0] += 1
-            most[0] = max(most[0], running[0])
-        try:
-            return equivalence.run_exchange(task, job, folder, init, overrides, tag, threads=1)
-        finally:
-            with lock:
-                running[0] -= 1
-
-    said = []
-    out = equivalence.check(jobs, tmp_path, say=said.append, workers=2, run=run)
-    assert most[0] == 2
-    assert [result["job"] for result in out["cnn"]["results"]] == [job.stem for job in jobs]
-    assert [line.split(":")[0] for line in said[1:]] == ["[equivalence] " + job.stem for job in jobs]
-    for result in out["cnn"]["results"]:
-        assert result.get("error") is None and result["failures"] == [], result
-    assert json.loads((tmp_path / equivalence.RESULT_FILE).read_text())["cnn"]["results"] == out["cnn"]["results"]
