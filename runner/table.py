@@ -20,7 +20,8 @@ from runner.execution import RECORD_SUFFIX
 
 CSV_COLUMNS = (
     "framework", "variant", "task", "profile", "status", "error", "data", "weights", "model", "device", "hardware",
-    "framework_version", "threads", "compile_s", "train_s", "first_epoch_s", "epoch_s_median", "accuracy",
+    "framework_version", "threads", "compile_s", "train_s", "first_epoch_s", "epoch_s_median", "epoch_s_min",
+    "epoch_s_max", "accuracy",
     "s_per_1000_images", "s_per_1000_images_min", "s_per_1000_images_max", "images_per_s", "warmup_s",
     "duration_s", "notebook", "gflop_per_s", "peak_gflop_per_s", "utilisation", "num_classes", "test_samples",
     "same_as_pytorch", "accuracy_flag", "precision", "gpu_unused", "build", "peak_estimated",
@@ -137,6 +138,8 @@ def row(record):
     timings = record.get("timings") or {}
     env = record.get("environment") or {}
     per_1000 = timings.get("s_per_1000_images") or {}
+    # the epochs after the first: their spread only where there are such epochs (one epoch is all warm-up)
+    steady = (timings.get("epoch_s") or {}) if len(timings.get("epochs_s") or ()) > 1 else {}
     finished = record["status"] == "ok"
     gflops = achieved_gflops(record) if finished else None
     peak, estimated = device_peak(env) if finished else (None, False)
@@ -162,6 +165,8 @@ def row(record):
         "train_s": metrics.get("train_s"),
         "first_epoch_s": timings.get("first_epoch_s"),
         "epoch_s_median": (timings.get("epoch_s") or {}).get("median"),
+        "epoch_s_min": steady.get("min"),
+        "epoch_s_max": steady.get("max"),
         "accuracy": metrics.get("accuracy"),
         "s_per_1000_images": metrics.get("s_per_1000_images"),
         "s_per_1000_images_min": per_1000.get("min"),
@@ -295,7 +300,8 @@ def merged_cell(r):
 # ---------------------------------------------------------------------------------------------------------------------
 # Notes under the tables
 
-TIMING_NOTE = ("Training time is the sum of the timed epochs, the device synchronised before each clock stop. "
+TIMING_NOTE = ("Training time is the sum of the timed epochs, the device synchronised before each clock stop; "
+               "min - max: the range of the epochs after the first (of the passes, for inference). "
                "Compile: seconds spent tracing and compiling the training step before the first epoch, where the "
                "framework does that ahead; '-' where it runs eagerly or compiles inside its first epoch (Keras), "
                "which is then slower than the median epoch.")
@@ -388,10 +394,11 @@ def _checked(task):
 
 
 def _spread_text(r, context):
-    if r["s_per_1000_images_min"] is None:
+    """The headline's spread over repeats: inference passes, or the epochs after the first ('' for one epoch)."""
+    key = "s_per_1000_images" if context.task.headline[0] == "s_per_1000_images" else "epoch_s"
+    if r[key + "_min"] is None:
         return ""
-    return "{} - {}".format(number(r["s_per_1000_images_min"], context.task.digits),
-                            number(r["s_per_1000_images_max"], context.task.digits))
+    return "{} - {}".format(number(r[key + "_min"], context.task.digits), number(r[key + "_max"], context.task.digits))
 
 
 def _compile_text(r, context):
@@ -410,11 +417,11 @@ COLUMNS = (
            applies=_headline_is("train_s"), headline=True),
     Column("s_per_1000_images", "s / 1000 images (median)", lambda r, c: headline_text(r, c.task), numeric=True,
            applies=_headline_is("s_per_1000_images"), headline=True),
-    Column("spread", "min - max", _spread_text, numeric=True, applies=_infers),
-    Column("images_per_s", "images/s", lambda r, c: number(r["images_per_s"]), numeric=True, applies=_infers),
     Column("first_epoch_s", "First epoch (s)", lambda r, c: number(r["first_epoch_s"]), numeric=True, applies=_trains),
     Column("epoch_s_median", "Epoch (s, median)", lambda r, c: number(r["epoch_s_median"]), numeric=True,
            applies=_trains),
+    Column("spread", "min - max", _spread_text, numeric=True),  # of the median before it
+    Column("images_per_s", "images/s", lambda r, c: number(r["images_per_s"]), numeric=True, applies=_infers),
     Column("compile_s", "Compile (s)", _compile_text, numeric=True, applies=_trains),
     Column("gflop_per_s", "GFLOP/s", lambda r, c: number(r["gflop_per_s"]), numeric=True),
     Column("utilisation", "Util.", lambda r, c: utilisation_text(r), numeric=True),
