@@ -16,7 +16,9 @@ Schema (version 1); every key is present in every record, None where it does not
     device          what the framework computed on, e.g. "cpu", "cuda:0"
     environment     common.environment.facts(...)
     params          the hyperparameters used (common.hyperparams.for_task)
-    timings         common.timing.training_timings(...) or inference_timings(...)
+    timings         common.timing.training_timings(...) or inference_timings(...), with the peak resident
+                    memory of the timed blocks, peak_rss_bytes and peak_rss_scope (common/memory.py; added
+                    within version 1: older records lack them)
     metrics         the headline figures: train_s and accuracy (cnn, rnn);
                     s_per_1000_images and images_per_s, medians (inference)
     notebook        the executed notebook's file name, set by the runner

@@ -8,6 +8,8 @@ device before it starts and before it stops. Every framework passes its own `syn
 import statistics
 import time
 
+from common import memory
+
 
 class Timer(object):
     """Context manager measuring wall time of a block, calling `sync()` before starting and before stopping.
@@ -17,7 +19,8 @@ class Timer(object):
     >>> t.elapsed  # seconds
 
     `begin()` and `end()` do the same for code that cannot wrap a block, such as framework callbacks.
-    `clock` (default time.perf_counter) is the seconds counter read at start and stop.
+    `clock` (default time.perf_counter) is the seconds counter read at start and stop. Each block also counts
+    towards the run's peak resident memory (common/memory.py), which the timings summaries below report.
     """
 
     def __init__(self, sync=None, clock=None):
@@ -30,6 +33,7 @@ class Timer(object):
         """Synchronise, then start the clock; returns the timer (for callbacks that cannot use `with`)."""
         if self.sync is not None:
             self.sync()
+        memory.begin_block()  # the resident-memory peak of this block starts here (common/memory.py)
         self.start = self.clock()
         return self
 
@@ -38,6 +42,7 @@ class Timer(object):
         if self.sync is not None:
             self.sync()
         self.elapsed = self.clock() - self.start
+        memory.end_block()
         return self.elapsed
 
     def __enter__(self):
@@ -64,7 +69,8 @@ def summarize(samples):
 
 
 def training_timings(epoch_seconds, compile_s=None):
-    """Summarise per-epoch training times: total, the first epoch apart (warm-up, autotune), the rest's median.
+    """Summarise per-epoch training times: total, the first epoch apart (warm-up, autotune), the rest's median;
+    with the peak resident memory of the timed blocks.
 
     `compile_s` is the time spent tracing and compiling the training step before the first epoch, for
     frameworks that compile ahead (None where compilation happens inside the first epoch).
@@ -77,11 +83,13 @@ def training_timings(epoch_seconds, compile_s=None):
         "first_epoch_s": epoch_seconds[0],
         "epoch_s": summarize(steady),
         "compile_s": None if compile_s is None else float(compile_s),
+        **memory.timed_peak(),
     }
 
 
 def inference_timings(pass_seconds, images_per_pass, warmup_s):
-    """Summarise timed passes over the same images: seconds per 1000 images and images/s as median and spread."""
+    """Summarise timed passes over the same images: seconds per 1000 images and images/s as median and spread;
+    with the peak resident memory of the timed blocks (warm-up included)."""
     per_1000 = [1000.0 * s / images_per_pass for s in pass_seconds]
     return {
         "warmup_s": float(warmup_s),
@@ -89,4 +97,5 @@ def inference_timings(pass_seconds, images_per_pass, warmup_s):
         "images_per_pass": images_per_pass,
         "s_per_1000_images": summarize(per_1000),
         "images_per_s": summarize([images_per_pass / s for s in pass_seconds]),
+        **memory.timed_peak(),
     }

@@ -21,7 +21,7 @@ from runner.execution import RECORD_SUFFIX
 CSV_COLUMNS = (
     "framework", "variant", "task", "profile", "status", "error", "data", "weights", "model", "device", "hardware",
     "framework_version", "threads", "compile_s", "train_s", "first_epoch_s", "epoch_s_median", "epoch_s_min",
-    "epoch_s_max", "accuracy",
+    "epoch_s_max", "peak_rss_mb", "accuracy",
     "s_per_1000_images", "s_per_1000_images_min", "s_per_1000_images_max", "images_per_s", "warmup_s",
     "duration_s", "notebook", "gflop_per_s", "peak_gflop_per_s", "utilisation", "num_classes", "test_samples",
     "same_as_pytorch", "accuracy_flag", "precision", "gpu_unused", "build", "peak_estimated",
@@ -165,6 +165,7 @@ def row(record):
         "train_s": metrics.get("train_s"),
         "first_epoch_s": timings.get("first_epoch_s"),
         "epoch_s_median": (timings.get("epoch_s") or {}).get("median"),
+        "peak_rss_mb": timings["peak_rss_bytes"] / 2.0 ** 20 if timings.get("peak_rss_bytes") else None,
         "epoch_s_min": steady.get("min"),
         "epoch_s_max": steady.get("max"),
         "accuracy": metrics.get("accuracy"),
@@ -318,6 +319,10 @@ FLOPS_NOTE = ("GFLOP/s: analytic FLOPs (common/flops.py: convolutions, dense lay
 PRECISION_NOTE = ("Precision: float32 everywhere. On GPUs with TF32 tensor cores (compute capability 8.0 and newer) "
                   "every framework is set to allow TF32 for float32 matrix products and convolutions, as TensorFlow and "
                   "JAX do by default (frameworks/<name>.py, set_precision); such rows say tf32 beside their device.")
+MEMORY_NOTE = ("Peak RSS: the notebook process's largest resident memory inside its timed blocks (Linux's "
+               "high-water mark, lowered to the current size as each block starts: common/memory.py), measured the "
+               "same way for every framework; it counts the framework's arenas, threads and batches, and on a GPU "
+               "only host memory.")
 HOST_TO_DEVICE_NOTE = ("Inference: every framework's timed loop starts from batches in host memory (NumPy) and "
                        "includes their copy to the device.")
 EQUIVALENCE_NOTE = ("Same as PyTorch: from one shared weight file, does the notebook compute PyTorch's logits and "
@@ -330,7 +335,7 @@ MERGED_NOTE = ("Each column is one results folder: its hardware and profile. Cel
 
 def notes(checks=None):
     """The notes that explain a run's tables, in order; the equivalence note only where there are checks."""
-    return [TIMING_NOTE, ACCURACY_NOTE, FLOPS_NOTE, PRECISION_NOTE, HOST_TO_DEVICE_NOTE] + (
+    return [TIMING_NOTE, ACCURACY_NOTE, FLOPS_NOTE, MEMORY_NOTE, PRECISION_NOTE, HOST_TO_DEVICE_NOTE] + (
         [EQUIVALENCE_NOTE] if checks else [])
 
 
@@ -425,6 +430,7 @@ COLUMNS = (
     Column("compile_s", "Compile (s)", _compile_text, numeric=True, applies=_trains),
     Column("gflop_per_s", "GFLOP/s", lambda r, c: number(r["gflop_per_s"]), numeric=True),
     Column("utilisation", "Util.", lambda r, c: utilisation_text(r), numeric=True),
+    Column("peak_rss_mb", "Peak RSS (MB)", lambda r, c: number(r["peak_rss_mb"], 0), numeric=True),
     Column("accuracy", "Accuracy", lambda r, c: accuracy_text(r, c.rows), numeric=True, applies=_trains),
     Column("status", "Status", lambda r, c: status_text(r)),
     Column("same_as_pytorch", "Same as PyTorch", lambda r, c: same_as_pytorch(r, c.checks) or "", applies=_checked,

@@ -24,6 +24,8 @@ def test_notebook_runs_on_its_kernel(job, notebook_runs):
     assert record["params"] == hyperparams.for_task(job.task, "smoke", overrides)
     assert record["environment"]["framework_version"] and record["environment"]["threads"] == 2
     assert record["device"] and record["data"]["source"] == "synthetic"
+    # peak resident memory of the timed blocks (common/memory.py): a process with a framework in it holds 50 MB+
+    assert record["timings"]["peak_rss_bytes"] > 50 << 20 and record["timings"]["peak_rss_scope"] == "timed blocks"
     if job.task == "inference":
         assert record["weights"] in ("imagenet", "random")
         assert record["model"].startswith(("ResNet-50 v1,", "ResNet-50 v1.5,")), record["model"]

@@ -34,7 +34,7 @@ def test_rows_follow_the_catalog_and_show_compile_time_and_failures(tmp_path):
     ]
     assert table.label(table.row(ordered[2])) == "Keras (torch)" == results.label("Keras", "torch")
     text = report.markdown(ordered)
-    assert "| JAX | 1.0 | cpu | synthetic | 1.0 |" in text and "| 2.50 |  |  | 0.900 | ok |" in text
+    assert "| JAX | 1.0 | cpu | synthetic | 1.0 |" in text and "| 2.50 |  |  |  | 0.900 | ok |" in text
     assert "failed: RuntimeError: CUDA / out of memory" in text  # a '|' in an error cannot break the table
     assert "### RNN" not in text  # no empty sections
     report.plot(ordered, tmp_path / "plot.png")
@@ -94,7 +94,7 @@ def test_the_equivalence_check_fills_a_same_as_pytorch_column(tmp_path):
     assert "| Accuracy | Status | Same as PyTorch |" in text and table.EQUIVALENCE_NOTE in text
     assert text.count("| ok | reference |") == 2 and "| ok | yes (logits within 1.5e-07) |" in text  # rnn and inference
     assert "| ok | no: reset gate / before |" in text and "| ok | not checked |" in text  # MXNet was not checked
-    assert "| 200.0 |  |  | ok | reference |\n" in text
+    assert "| 200.0 |  |  |  | ok | reference |\n" in text
     page = (run_dir / "report.html").read_text()
     assert "Same as PyTorch" in page and "no: reset gate / before" in page
     rows = {(r["task"], r["framework"]): r for r in json.loads((run_dir / "results.json").read_text())["rows"]}
@@ -261,7 +261,7 @@ def test_markdown_and_html_show_the_same_tables(tmp_path):
     assert markdown == page
     cnn = markdown[tasks.TASKS["cnn"].title]
     assert cnn[0][-3:] == ["Accuracy", "Status", "Same as PyTorch"]
-    assert ["MXNet"] + [""] * 11 + ["failed: ValueError: planted failure", "not checked"] in cnn
+    assert ["MXNet"] + [""] * 12 + ["failed: ValueError: planted failure", "not checked"] in cnn
     jax = next(cells for cells in cnn if cells[0] == "JAX")
     assert jax[1:3] == ["1.0", "cpu (GPU not used)"] and jax[-1] == "yes (logits within 1.0e-06)"
     inference_rows = markdown[tasks.TASKS["inference"].title]
@@ -334,3 +334,12 @@ def test_training_rows_show_the_spread_of_the_epochs_after_the_first():
     assert headings[spread - 2:spread] == ["First epoch (s)", "Epoch (s, median)"]
     assert [r.cells[spread - 2:spread + 1] for r in cnn.rows] == [["5.0", "3.5", "3.0 - 4.0"], ["5.0", "5.0", ""]]
     assert table.row(three)["epoch_s_min"] == 3.0 and table.row(one)["epoch_s_max"] is None
+
+
+def test_the_peak_resident_memory_of_the_timed_blocks_is_a_column_of_every_task():
+    record = ok_record("PyTorch", "inference", s_per_1000_images=5.0, images_per_s=200.0)
+    record["timings"].update(peak_rss_bytes=300 << 20, peak_rss_scope="timed blocks")
+    (inference,) = table.build([record]).tables
+    column = [c.heading for c in inference.columns].index("Peak RSS (MB)")
+    assert inference.rows[0].cells[column] == "300" and table.row(record)["peak_rss_mb"] == 300.0
+    assert table.MEMORY_NOTE in table.notes()
