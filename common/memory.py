@@ -66,5 +66,5 @@ def timed_peak():
 
 
 def forget_blocks():
-    """Start a new run's tally (for tests, and notebooks that time several things in one process)."""
+    """Start a new tally, as a fresh process would (for tests)."""
     _blocks.update(peak=None, resettable=True)

@@ -138,8 +138,8 @@ def row(record):
     timings = record.get("timings") or {}
     env = record.get("environment") or {}
     per_1000 = timings.get("s_per_1000_images") or {}
-    # the epochs after the first: their spread only where there are such epochs (one epoch is all warm-up)
-    steady = (timings.get("epoch_s") or {}) if len(timings.get("epochs_s") or ()) > 1 else {}
+    epoch = timings.get("epoch_s") or {}  # the epochs after the first (of the only one, which is all warm-up)
+    steady = epoch if len(timings.get("epochs_s") or ()) > 1 else {}  # a spread only where there are such epochs
     finished = record["status"] == "ok"
     gflops = achieved_gflops(record) if finished else None
     peak, estimated = device_peak(env) if finished else (None, False)
@@ -164,7 +164,7 @@ def row(record):
         "compile_s": timings.get("compile_s"),
         "train_s": metrics.get("train_s"),
         "first_epoch_s": timings.get("first_epoch_s"),
-        "epoch_s_median": (timings.get("epoch_s") or {}).get("median"),
+        "epoch_s_median": epoch.get("median"),
         "peak_rss_mb": timings["peak_rss_bytes"] / 2.0 ** 20 if timings.get("peak_rss_bytes") else None,
         "epoch_s_min": steady.get("min"),
         "epoch_s_max": steady.get("max"),

@@ -78,4 +78,3 @@ def test_flax_gru_is_the_reference_once_the_bias_it_lacks_is_zero(references, tm
     _, expected = equivalence.run_exchange("rnn", catalog.select(["pytorch"], ["rnn"])[0], tmp_path, init, overrides, "a")
     _, got = equivalence.run_exchange("rnn", job, tmp_path, init, overrides, "b")
     np.testing.assert_allclose(got[weights.LOGITS], expected[weights.LOGITS], **equivalence.LOGITS_TOLERANCE)
-
