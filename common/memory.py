@@ -6,6 +6,11 @@ lowers it when a timed block begins and reads it when the block ends, so `timed_
 resident size reached inside any timed block (epochs, warm-up, inference passes), whatever allocated it:
 the framework's arenas, its threads, the batches. Where the mark cannot be lowered, the peak is the whole
 process's, and `timed_peak()` says so.
+
+On a GPU the framework's own peak-allocation counter is the figure people compare (PyTorch's
+max_memory_allocated, TensorFlow's get_memory_info(...)["peak"], JAX's memory_stats()["peak_bytes_in_use"]):
+each framework's module registers it with `set_device_counter` when it chooses a GPU, and `timed_peak()`
+reports it beside the resident peak, with the counter's name.
 """
 
 import re
@@ -16,7 +21,8 @@ CLEAR_REFS_FILE = "/proc/self/clear_refs"
 TIMED_SCOPE = "timed blocks"
 PROCESS_SCOPE = "whole process (the system cannot reset its peak)"
 
-_blocks = {"peak": None, "resettable": True}
+_blocks = {"peak": None, "resettable": True, "device_peak": None}
+_device = {"read": None, "reset": None, "source": None}
 
 
 def resident_peak_bytes():
@@ -46,25 +52,44 @@ def reset_peak():
         return False
 
 
+def set_device_counter(read, source, reset=None):
+    """Register the framework's peak device-memory counter: read() -> bytes, its name (e.g.
+    "torch.cuda.max_memory_allocated"), and reset() where the framework can lower it to the current use."""
+    _device.update(read=read, reset=reset, source=source)
+
+
 def begin_block():
     """Start watching a timed block (called by Timer.begin, before its clock starts)."""
     if not reset_peak():
         _blocks["resettable"] = False
+    if _device["reset"] is not None:
+        _device["reset"]()
 
 
 def end_block():
-    """Fold the block's peak into the run's (called by Timer.end, after its clock stopped)."""
+    """Fold the block's peaks into the run's (called by Timer.end, after its clock stopped)."""
     peak = resident_peak_bytes()
     if peak is not None:
         _blocks["peak"] = max(peak, _blocks["peak"] or 0)
+    if _device["read"] is not None:
+        device_peak = _device["read"]()
+        if device_peak is not None:
+            _blocks["device_peak"] = max(int(device_peak), _blocks["device_peak"] or 0)
 
 
 def timed_peak():
-    """{"peak_rss_bytes", "peak_rss_scope"}: the largest resident size inside any timed block so far, and its scope."""
-    return {"peak_rss_bytes": _blocks["peak"],
-            "peak_rss_scope": TIMED_SCOPE if _blocks["resettable"] else PROCESS_SCOPE}
+    """The largest resident size inside any timed block so far and its scope ("peak_rss_bytes", "peak_rss_scope");
+    on a GPU also the framework's peak device allocation and its counter ("device_peak_bytes", "device_peak_source",
+    over the timed blocks where the counter can be reset, else since the process started)."""
+    peaks = {"peak_rss_bytes": _blocks["peak"],
+             "peak_rss_scope": TIMED_SCOPE if _blocks["resettable"] else PROCESS_SCOPE}
+    if _device["read"] is not None:
+        scope = TIMED_SCOPE if _device["reset"] is not None else "since the process started"
+        peaks.update(device_peak_bytes=_blocks["device_peak"], device_peak_source="{} ({})".format(_device["source"], scope))
+    return peaks
 
 
 def forget_blocks():
-    """Start a new tally, as a fresh process would (for tests)."""
-    _blocks.update(peak=None, resettable=True)
+    """Start a new tally without a device counter, as a fresh process would (for tests)."""
+    _blocks.update(peak=None, resettable=True, device_peak=None)
+    _device.update(read=None, reset=None, source=None)

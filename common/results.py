@@ -7,12 +7,17 @@ Schema (version 1); every key is present in every record, None where it does not
     variant         None, or e.g. the Keras backend ("jax")
     task            "cnn", "inference" or "rnn"
     profile         "full", "quick" or "smoke"
-    status          "ok", "failed", "timeout", "unavailable" or "interrupted" (Ctrl-C, written by the runner)
+    status          "ok", "failed", "timeout", "unavailable", "unsupported" (the framework or device has no
+                    such variant: common.variants.Unsupported) or "interrupted" (Ctrl-C, written by the runner)
     error           None, or the first line of what went wrong
     data            {"source": "real" | "synthetic", "description": ...} (inference: fake images)
     weights         inference: "imagenet" or "random"; None for the trained tasks
     model           inference: the ResNet-50 variant and its source, e.g. "ResNet-50 v1.5, torchvision";
                     None for the trained tasks (added within version 1: older records lack it)
+    precision       the precision asked for (common/variants.py): "auto" (the default run), "fp32", "tf32",
+                    "bf16" or "fp16"; environment.precision says what was computed in (added within
+                    version 1: older records lack it and are "auto")
+    compile         the compile mode asked for: "default" or "on" (added within version 1, like precision)
     device          what the framework computed on, e.g. "cpu", "cuda:0"
     environment     common.environment.facts(...)
     params          the hyperparameters used (common.hyperparams.for_task)
@@ -31,19 +36,20 @@ import json
 import os
 import time
 
-from common import tasks
+from common import tasks, variants
 
 SCHEMA_VERSION = 1
-STATUSES = ("ok", "failed", "timeout", "unavailable", "interrupted")
+STATUSES = ("ok", "failed", "timeout", "unavailable", "unsupported", "interrupted")
 FIELDS = (
     "schema_version", "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device",
     "environment", "params", "timings", "metrics", "notebook", "started_at", "duration_s",
 )
-OPTIONAL_FIELDS = ("model",)  # present in new records, accepted missing in older ones
+OPTIONAL_FIELDS = ("model", "precision", "compile")  # present in new records, accepted missing in older ones
 
 
-def new_record(framework, task, profile, variant=None, params=None):
-    """Start a record for a notebook run: identity, parameters and start time; the rest is filled in as it runs."""
+def new_record(framework, task, profile, variant=None, params=None, precision="auto", compile_mode="default"):
+    """Start a record for a notebook run: identity, variant, parameters and start time; the rest is filled in as it
+    runs."""
     record = dict.fromkeys(FIELDS + OPTIONAL_FIELDS)
     record.update(
         schema_version=SCHEMA_VERSION,
@@ -53,6 +59,8 @@ def new_record(framework, task, profile, variant=None, params=None):
         profile=profile,
         status="running",
         params=dict(params or {}),
+        precision=precision,
+        compile=compile_mode,
         metrics={},
         started_at=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
@@ -60,18 +68,27 @@ def new_record(framework, task, profile, variant=None, params=None):
     return record
 
 
-def failure_record(framework, task, profile, status, error, variant=None, notebook=None, duration_s=None, params=None):
+def failure_record(framework, task, profile, status, error, variant=None, notebook=None, duration_s=None, params=None,
+                   precision="auto", compile_mode="default"):
     """Return a complete record for a run that produced none itself (it failed, timed out or could not start)."""
-    record = new_record(framework, task, profile, variant=variant, params=params)
+    record = new_record(framework, task, profile, variant=variant, params=params, precision=precision,
+                        compile_mode=compile_mode)
     record.pop("_started")
     record.update(status=status, error=first_line(error), notebook=notebook, duration_s=duration_s)
     check_record(record)
     return record
 
 
-def label(framework, variant=None):
-    """A row's name: the framework's label with its variant, e.g. 'Keras (jax)'."""
-    return framework + (" ({})".format(variant) if variant else "")
+def label(framework, variant=None, precision="auto", compile_mode="default"):
+    """A row's name: the framework's label with its variant, precision and compile mode where they are not the
+    default, e.g. 'Keras (jax)', 'PyTorch · bf16 · compiled'."""
+    words = variants.label(precision or "auto", compile_mode or "default")
+    return framework + (" ({})".format(variant) if variant else "") + (" · " + words if words else "")
+
+
+def row_label(record):
+    """The row's name of a record (older records, without precision and compile, are default runs)."""
+    return label(record["framework"], record.get("variant"), record.get("precision"), record.get("compile"))
 
 
 def first_line(text):
@@ -140,7 +157,7 @@ def summary_line(record):
     """One human line for the end of a notebook: framework, task, headline figure and accuracy."""
     key, headline = tasks.get(record["task"]).headline
     metrics = record.get("metrics") or {}
-    parts = ["{} {}".format(label(record["framework"], record.get("variant")), record["task"])]
+    parts = ["{} {}".format(row_label(record), record["task"])]
     if metrics.get(key) is not None:
         parts.append("{}: {:.3f}".format(headline, metrics[key]))
     if metrics.get("accuracy") is not None:

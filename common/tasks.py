@@ -24,7 +24,8 @@ SECTION_TITLES = OrderedDict([
     ("results", "Result record"),
 ])
 # Parameters every notebook of every task has, in this order, in its first code cell.
-PARAMETERS = ("profile", "overrides", "data_source", "device", "threads", "seed", "result_path")
+PARAMETERS = ("profile", "overrides", "data_source", "device", "precision", "compile_mode", "threads", "seed",
+              "result_path")
 
 
 class Task(object):

@@ -4,8 +4,11 @@ Every module has the same names, so that knowing one is knowing them all:
 
     choose_device(device)   the framework's device for the notebook's `device` parameter ("auto", "cpu",
                             "cuda"); "cuda" without a usable GPU raises common.environment.DeviceError
-    set_precision(dev)      the float32 policy of common/environment.py (TF32 where the GPU has it);
-                            returns "tf32" or "fp32" for the record
+    set_variant(dev, precision, compile_mode)
+                            the run's variant (common/variants.py): the float32 policy of
+                            common/environment.py (TF32 where the GPU has it and precision allows),
+                            mixed precision, the compiler; returns the precision computed in, or raises
+                            common.variants.Unsupported where the framework or device cannot
     start_record(...)       a result record with the device and the environment facts as the framework
                             reports them (version, GPUs, CUDA, cuDNN, threads, precision)
     probe()                 for the runner after a build: can the framework compute on the GPU?

@@ -2,11 +2,12 @@
 
 import chainer
 
-from common import environment, results
+from common import environment, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "Chainer"
-chosen = {"note": None, "precision": "fp32"}  # what choose_device and set_precision decided, for the record
+# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
+chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
 
 
 def gpu_names():
@@ -34,15 +35,28 @@ def choose_device(device):
     return dev
 
 
-def set_precision(dev):
-    """The float32 policy; returns "fp32": Chainer runs on the CPU here (CuPy's own CUPY_TF32 would be the switch)."""
-    chosen["precision"] = "fp32"
-    return chosen["precision"]
+def set_variant(dev, precision="auto", compile_mode="default"):
+    """The run's variant (common/variants.py); returns the precision computed in: "fp32" (Chainer runs on the CPU
+    here; CuPy's own CUPY_TF32 would be the TF32 switch), "bf16" or "fp16"."""
+    float32 = variants.float32_mode(NAME, precision, False, "Chainer on the CPU")
+    if compile_mode == "on":
+        variants.refuse(NAME, "compile_mode", compile_mode, "Chainer runs define-by-run only; it has no compiler")
+    return _chose(precision, float32, compile_mode)
 
+
+def _chose(precision, float32, compile_mode):
+    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
+    variants.check(precision, compile_mode)
+    if precision in variants.MIXED:  # until the notebooks apply it: never run float32 under a mixed label
+        variants.refuse(NAME, "precision", precision, "not written in these notebooks yet")
+    chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
+                  compile=compile_mode)
+    return chosen["precision"]
 
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as Chainer (and CuPy, on a GPU) report them."""
-    record = results.new_record(NAME, task, profile, params=params)
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
+                                compile_mode=chosen["compile"])
     record["device"] = str(dev)
     gpus, cuda, cudnn = [], None, None
     if isinstance(dev, chainer.backend.GpuDevice):

@@ -3,11 +3,12 @@
 import cntk as C
 import numpy as np
 
-from common import environment, results
+from common import environment, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "CNTK"
-chosen = {"note": None, "precision": "fp32"}  # what choose_device and set_precision decided, for the record
+# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
+chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
 
 
 def _gpu_devices():
@@ -32,15 +33,29 @@ def choose_device(device):
     return dev
 
 
-def set_precision(dev):
-    """The float32 policy; returns "fp32": CNTK 2.7's CUDA 10 predates TF32, so float32 is float32 on every GPU."""
-    chosen["precision"] = "fp32"
-    return chosen["precision"]
+def set_variant(dev, precision="auto", compile_mode="default"):
+    """The run's variant (common/variants.py); returns the precision computed in: "fp32" (CNTK 2.7's CUDA 10
+    predates TF32, so float32 is float32 on every GPU), or "fp16" where it can."""
+    float32 = variants.float32_mode(NAME, precision, False, "CNTK 2.7 (built for CUDA 10)")
+    if compile_mode == "on":
+        variants.refuse(NAME, "compile_mode", compile_mode, "CNTK always builds a static graph and has no further "
+                                                          "compiler: the default row is the compiled one")
+    return _chose(precision, float32, compile_mode)
 
+
+def _chose(precision, float32, compile_mode):
+    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
+    variants.check(precision, compile_mode)
+    if precision in variants.MIXED:  # until the notebooks apply it: never run float32 under a mixed label
+        variants.refuse(NAME, "precision", precision, "not written in these notebooks yet")
+    chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
+                  compile=compile_mode)
+    return chosen["precision"]
 
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as CNTK reports them."""
-    record = results.new_record(NAME, task, profile, params=params)
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
+                                compile_mode=chosen["compile"])
     on_gpu = dev.type() == C.device.DeviceKind.GPU
     record["device"] = "gpu:{}".format(dev.id()) if on_gpu else "cpu"
     record["environment"] = environment.facts(NAME, C.__version__, record["device"], gpus=gpu_names() if on_gpu else [],

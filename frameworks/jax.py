@@ -2,11 +2,12 @@
 
 import jax
 
-from common import environment, gpu, results
+from common import environment, gpu, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "JAX"
-chosen = {"note": None, "precision": "fp32"}  # what choose_device and set_precision decided, for the record
+# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
+chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
 
 
 def _gpu_devices():
@@ -38,16 +39,28 @@ def choose_device(device):
     return jax.devices("gpu" if kind == "gpu" else "cpu")[0]
 
 
-def set_precision(dev):
-    """The float32 policy: TF32 for matrix products and convolutions on a GPU that has it; returns "tf32" or "fp32"."""
-    allowed = False
+def set_variant(dev, precision="auto", compile_mode="default"):
+    """The run's variant (common/variants.py): the float32 policy, TF32 for matrix products and convolutions where
+    the GPU has it and precision allows; returns the precision computed in ("fp32", "tf32", "bf16" or "fp16")."""
+    tf32 = dev.platform == "gpu" and environment.tf32_allowed(
+        next((d["compute_capability"] for d in gpu.cuda_devices()), None))
+    float32 = variants.float32_mode(NAME, precision, tf32, "this GPU" if dev.platform == "gpu" else "the CPU")
     if dev.platform == "gpu":
-        capability = next((d["compute_capability"] for d in gpu.cuda_devices()), None)
-        allowed = environment.tf32_allowed(capability)
-        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if allowed else "float32")
-    chosen["precision"] = "tf32" if allowed else "fp32"
-    return chosen["precision"]
+        jax.config.update("jax_default_matmul_precision", "tensorfloat32" if float32 == "tf32" else "float32")
+    if compile_mode == "on":
+        variants.refuse(NAME, "compile_mode", compile_mode, "JAX always compiles its steps with jax.jit: the default "
+                                                            "row is the compiled one")
+    return _chose(precision, float32, compile_mode)
 
+
+def _chose(precision, float32, compile_mode):
+    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
+    variants.check(precision, compile_mode)
+    if precision in variants.MIXED:  # until the notebooks apply it: never run float32 under a mixed label
+        variants.refuse(NAME, "precision", precision, "not written in these notebooks yet")
+    chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
+                  compile=compile_mode)
+    return chosen["precision"]
 
 def cuda_version():
     """The CUDA version JAX's GPU platform reports, e.g. 'cuda 12080', or None."""
@@ -69,7 +82,8 @@ def start_record(task, profile, params, dev):
     import flax
     import optax
 
-    record = results.new_record(NAME, task, profile, params=params)
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
+                                compile_mode=chosen["compile"])
     record["device"] = str(dev)
     gpus, cuda, cudnn = gpu_facts(dev.platform == "gpu")
     record["environment"] = environment.facts(

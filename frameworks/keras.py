@@ -21,9 +21,9 @@ def choose_device(device):
     return backend_module().choose_device(device)
 
 
-def set_precision(dev):
-    """The float32 policy, set in the backend framework; returns "tf32" or "fp32"."""
-    return backend_module().set_precision(dev)
+def set_variant(dev, precision="auto", compile_mode="default"):
+    """The run's variant (common/variants.py), set in the backend framework; returns the precision computed in."""
+    return backend_module().set_variant(dev, precision, compile_mode)
 
 
 def start_record(task, profile, params, dev):
@@ -31,7 +31,8 @@ def start_record(task, profile, params, dev):
     backend = backend_module()
     framework = importlib.import_module(keras.backend.backend())  # the backend's own package: tensorflow, jax, torch
     on_gpu = gpu.device_kind(str(dev)) == "gpu"
-    record = results.new_record(NAME, task, profile, variant=keras.backend.backend(), params=params)
+    record = results.new_record(NAME, task, profile, variant=keras.backend.backend(), params=params,
+                                precision=backend.chosen["requested"], compile_mode=backend.chosen["compile"])
     record["device"] = "gpu:0" if on_gpu else "cpu"
     gpus, cuda, cudnn = backend.gpu_facts(on_gpu)
     record["environment"] = environment.facts(

@@ -4,11 +4,12 @@ import os
 
 import mxnet as mx
 
-from common import environment, gpu, results
+from common import environment, gpu, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "MXNet"
-chosen = {"note": None, "precision": "fp32"}  # what choose_device and set_precision decided, for the record
+# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
+chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
 
 
 def _built_with(feature):
@@ -39,21 +40,35 @@ def choose_device(device):
     return mx.gpu(0) if kind == "gpu" else mx.cpu()
 
 
-def set_precision(ctx):
-    """The float32 policy; returns "tf32" or "fp32".
+def set_variant(ctx, precision="auto", compile_mode="default"):
+    """The run's variant (common/variants.py); returns the precision computed in ("fp32", "tf32", "bf16" or "fp16").
 
     MXNet 1.9 has no TF32 switch of its own: on a GPU that has TF32, cuDNN 8 uses it for float32
-    convolutions unless NVIDIA_TF32_OVERRIDE=0, which this leaves as it finds it and reports.
+    convolutions unless NVIDIA_TF32_OVERRIDE=0, which this sets for precision="fp32".
     """
-    allowed = ctx.device_type == "gpu" and os.environ.get("NVIDIA_TF32_OVERRIDE") != "0" and environment.tf32_allowed(
-        next((d["compute_capability"] for d in gpu.cuda_devices()), None))
-    chosen["precision"] = "tf32" if allowed else "fp32"
-    return chosen["precision"]
+    on_gpu = ctx.device_type == "gpu"
+    tf32 = on_gpu and environment.tf32_allowed(next((d["compute_capability"] for d in gpu.cuda_devices()), None))
+    float32 = variants.float32_mode(NAME, precision, tf32, "this GPU" if on_gpu else "the CPU")
+    if on_gpu and float32 == "fp32":
+        os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
+    elif on_gpu and os.environ.get("NVIDIA_TF32_OVERRIDE") == "0":
+        float32 = "fp32"  # set by whoever started this process: cuDNN keeps to float32
+    return _chose(precision, float32, compile_mode)
 
+
+def _chose(precision, float32, compile_mode):
+    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
+    variants.check(precision, compile_mode)
+    if precision in variants.MIXED:  # until the notebooks apply it: never run float32 under a mixed label
+        variants.refuse(NAME, "precision", precision, "not written in these notebooks yet")
+    chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
+                  compile=compile_mode)
+    return chosen["precision"]
 
 def start_record(task, profile, params, ctx):
     """A new result record with the device and the environment facts as MXNet reports them."""
-    record = results.new_record(NAME, task, profile, params=params)
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
+                                compile_mode=chosen["compile"])
     record["device"] = str(ctx)
     on_gpu = ctx.device_type == "gpu"
     record["environment"] = environment.facts(

@@ -2,11 +2,12 @@
 
 import torch
 
-from common import environment, results
+from common import environment, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "PyTorch"
-chosen = {"note": None, "precision": "fp32"}  # what choose_device and set_precision decided, for the record
+# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
+chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
 
 
 def gpu_names():
@@ -31,18 +32,28 @@ def choose_device(device):
     return torch.device("cuda" if kind == "gpu" else "cpu")
 
 
-def set_precision(dev):
-    """The float32 policy: TF32 for matrix products and convolutions on a GPU that has it; returns "tf32" or "fp32"."""
-    allowed = dev.type == "cuda" and environment.tf32_allowed("{}.{}".format(*torch.cuda.get_device_capability(dev)))
+def set_variant(dev, precision="auto", compile_mode="default"):
+    """The run's variant (common/variants.py): the float32 policy, TF32 for matrix products and convolutions where
+    the GPU has it and precision allows; returns the precision computed in ("fp32", "tf32", "bf16" or "fp16")."""
+    tf32 = dev.type == "cuda" and environment.tf32_allowed("{}.{}".format(*torch.cuda.get_device_capability(dev)))
+    float32 = variants.float32_mode(NAME, precision, tf32, "this GPU" if dev.type == "cuda" else "the CPU")
     if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # PyTorch 2.9 and newer
-        torch.backends.cuda.matmul.fp32_precision = "tf32" if allowed else "ieee"
-        torch.backends.cudnn.conv.fp32_precision = "tf32" if allowed else "ieee"
+        torch.backends.cuda.matmul.fp32_precision = "tf32" if float32 == "tf32" else "ieee"
+        torch.backends.cudnn.conv.fp32_precision = "tf32" if float32 == "tf32" else "ieee"
     else:
-        torch.backends.cuda.matmul.allow_tf32 = allowed
-        torch.backends.cudnn.allow_tf32 = allowed
-    chosen["precision"] = "tf32" if allowed else "fp32"
-    return chosen["precision"]
+        torch.backends.cuda.matmul.allow_tf32 = float32 == "tf32"
+        torch.backends.cudnn.allow_tf32 = float32 == "tf32"
+    return _chose(precision, float32, compile_mode)
 
+
+def _chose(precision, float32, compile_mode):
+    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
+    variants.check(precision, compile_mode)
+    if precision in variants.MIXED:  # until the notebooks apply it: never run float32 under a mixed label
+        variants.refuse(NAME, "precision", precision, "not written in these notebooks yet")
+    chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
+                  compile=compile_mode)
+    return chosen["precision"]
 
 def gpu_facts(on_gpu):
     """(GPU names, CUDA version, cuDNN version) as PyTorch reports them; empty on a CPU run."""
@@ -53,7 +64,8 @@ def gpu_facts(on_gpu):
 
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as PyTorch reports them."""
-    record = results.new_record(NAME, task, profile, params=params)
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
+                                compile_mode=chosen["compile"])
     record["device"] = str(dev)
     gpus, cuda, cudnn = gpu_facts(dev.type == "cuda")
     record["environment"] = environment.facts(NAME, torch.__version__, str(dev), gpus=gpus, cuda=cuda, cudnn=cudnn,

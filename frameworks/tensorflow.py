@@ -2,11 +2,12 @@
 
 import tensorflow as tf
 
-from common import environment, gpu, results
+from common import environment, gpu, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "TensorFlow"
-chosen = {"note": None, "precision": "fp32"}  # what choose_device and set_precision decided, for the record
+# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
+chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
 
 
 def _gpu_devices():
@@ -33,16 +34,26 @@ def choose_device(device):
     return "/GPU:0" if kind == "gpu" else "/CPU:0"
 
 
-def set_precision(dev):
-    """The float32 policy: TF32 for matrix products and convolutions on a GPU that has it; returns "tf32" or "fp32"."""
-    allowed = False
+def set_variant(dev, precision="auto", compile_mode="default"):
+    """The run's variant (common/variants.py): the float32 policy, TF32 for matrix products and convolutions where
+    the GPU has it and precision allows; returns the precision computed in ("fp32", "tf32", "bf16" or "fp16")."""
+    tf32 = False
     if gpu.device_kind(dev) == "gpu":
         capability = tf.config.experimental.get_device_details(_gpu_devices()[0]).get("compute_capability")
-        allowed = environment.tf32_allowed("{}.{}".format(*capability) if capability else None)
-        tf.config.experimental.enable_tensor_float_32_execution(allowed)
-    chosen["precision"] = "tf32" if allowed else "fp32"
-    return chosen["precision"]
+        tf32 = environment.tf32_allowed("{}.{}".format(*capability) if capability else None)
+    float32 = variants.float32_mode(NAME, precision, tf32, "this GPU" if gpu.device_kind(dev) == "gpu" else "the CPU")
+    tf.config.experimental.enable_tensor_float_32_execution(float32 == "tf32")
+    return _chose(precision, float32, compile_mode)
 
+
+def _chose(precision, float32, compile_mode):
+    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
+    variants.check(precision, compile_mode)
+    if precision in variants.MIXED:  # until the notebooks apply it: never run float32 under a mixed label
+        variants.refuse(NAME, "precision", precision, "not written in these notebooks yet")
+    chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
+                  compile=compile_mode)
+    return chosen["precision"]
 
 def gpu_facts(on_gpu):
     """(GPU names, CUDA version, cuDNN version) as TensorFlow's build reports them; empty on a CPU run."""
@@ -54,7 +65,8 @@ def gpu_facts(on_gpu):
 
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as TensorFlow reports them."""
-    record = results.new_record(NAME, task, profile, params=params)
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
+                                compile_mode=chosen["compile"])
     record["device"] = dev
     gpus, cuda, cudnn = gpu_facts(gpu.device_kind(dev) == "gpu")
     record["environment"] = environment.facts(NAME, tf.__version__, dev, gpus=gpus, cuda=cuda, cudnn=cudnn,

@@ -318,7 +318,7 @@ FLOPS_NOTE = ("GFLOP/s: analytic FLOPs (common/flops.py: convolutions, dense lay
               "boosts above it can pass 100%).")
 PRECISION_NOTE = ("Precision: float32 everywhere. On GPUs with TF32 tensor cores (compute capability 8.0 and newer) "
                   "every framework is set to allow TF32 for float32 matrix products and convolutions, as TensorFlow and "
-                  "JAX do by default (frameworks/<name>.py, set_precision); such rows say tf32 beside their device.")
+                  "JAX do by default (frameworks/<name>.py, set_variant); such rows say tf32 beside their device.")
 MEMORY_NOTE = ("Peak RSS: the notebook process's largest resident memory inside its timed blocks (Linux's "
                "high-water mark, lowered to the current size as each block starts: common/memory.py), measured the "
                "same way for every framework; it counts the framework's arenas, threads and batches, and on a GPU "

@@ -62,3 +62,43 @@ def test_without_a_resettable_mark_the_peak_says_it_is_the_whole_process(monkeyp
 
 def test_no_timed_block_no_figure():
     assert memory.timed_peak() == {"peak_rss_bytes": None, "peak_rss_scope": memory.TIMED_SCOPE}
+
+
+class FakeDeviceCounter(object):
+    """A framework's peak-allocation counter, driven by the test: use() allocates, reset() lowers the peak to now."""
+
+    def __init__(self):
+        self.current = self.peak = 0
+
+    def use(self, nbytes):
+        self.current = nbytes
+        self.peak = max(self.peak, nbytes)
+
+    def reset(self):
+        self.peak = self.current
+
+
+def test_a_gpu_run_reports_the_framework_counter_peak_over_the_timed_blocks():
+    counter = FakeDeviceCounter()
+    counter.use(900)  # model loading, before any timed block
+    counter.use(100)
+    memory.set_device_counter(lambda: counter.peak, "fake.max_allocated", reset=counter.reset)
+    with timing.Timer():
+        counter.use(400)
+        counter.use(150)
+    with timing.Timer():
+        counter.use(300)
+    summary = timing.inference_timings([1.0], 2, 0.5)
+    assert summary["device_peak_bytes"] == 400
+    assert summary["device_peak_source"] == "fake.max_allocated (timed blocks)"
+
+
+def test_a_counter_that_cannot_be_reset_says_its_peak_is_the_process_s_and_a_cpu_run_has_none():
+    assert "device_peak_bytes" not in memory.timed_peak()  # no counter registered: a CPU run
+    counter = FakeDeviceCounter()
+    counter.use(900)
+    memory.set_device_counter(lambda: counter.peak, "fake.peak_bytes_in_use")
+    with timing.Timer():
+        counter.use(10)
+    peak = memory.timed_peak()
+    assert peak["device_peak_bytes"] == 900 and peak["device_peak_source"].endswith("(since the process started)")

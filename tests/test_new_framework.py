@@ -60,7 +60,8 @@ CODE = {
                    'results.write_result(result_path, record)',
     },
 }
-PARAMETER_VALUES = {"profile": '"full"', "overrides": "{}", "data_source": '"auto"', "device": '"auto"', "threads": "0",
+PARAMETER_VALUES = {"profile": '"full"', "overrides": "{}", "data_source": '"auto"', "device": '"auto"',
+                    "precision": '"auto"', "compile_mode": '"default"', "threads": "0",
                     "seed": "0", "result_path": '""', "init_weights": '""', "export_weights": '""'}
 
 

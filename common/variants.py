@@ -1,0 +1,67 @@
+"""The variants of a notebook run that GPU users compare: numeric precision and compiled mode.
+
+Every notebook has the parameters `precision` and `compile_mode`; its framework's module
+(frameworks/<name>.py) applies them the framework's own way, or raises Unsupported with the reason
+where the framework or the device has no such mode, so that a row never runs something else under
+the variant's name. Standard library only: notebooks import this on Python 3.6.
+"""
+
+from collections import OrderedDict
+
+# precision -> what it means; "auto" is the project's float32 policy (common/environment.py)
+PRECISIONS = OrderedDict([
+    ("auto", "float32, with TF32 tensor cores where the GPU has them (fp32 elsewhere)"),
+    ("fp32", "strict float32: TF32 off everywhere"),
+    ("tf32", "float32 with TF32 tensor cores for matrix products and convolutions (GPUs of compute capability 8.0+)"),
+    ("bf16", "mixed precision: bfloat16 compute, float32 weights and loss"),
+    ("fp16", "mixed precision: float16 compute with loss scaling, float32 weights and loss"),
+])
+# compile_mode -> what it means
+COMPILE_MODES = OrderedDict([
+    ("default", "what the notebook does as written (eager, or the framework's usual graph)"),
+    ("on", "the framework's compiler: torch.compile, XLA (jit_compile=True), MXNet's static hybridize"),
+])
+DEFAULT = ("auto", "default")
+MIXED = ("bf16", "fp16")
+
+
+class Unsupported(RuntimeError):
+    """A variant that this framework or device cannot run; the message says which and why, in one line."""
+
+
+def check(precision, compile_mode):
+    """Raise ValueError, in one line, for a precision or compile mode that is not one of the known ones."""
+    if precision not in PRECISIONS:
+        raise ValueError("precision={!r}: use one of {}".format(precision, ", ".join(PRECISIONS)))
+    if compile_mode not in COMPILE_MODES:
+        raise ValueError("compile_mode={!r}: use one of {}".format(compile_mode, ", ".join(COMPILE_MODES)))
+
+
+def refuse(framework, option, value, why):
+    """Raise Unsupported: '<framework> cannot run <option>=<value>: <why>'."""
+    raise Unsupported("{} cannot run {}={}: {}".format(framework, option, value, why))
+
+
+def float32_mode(framework, precision, tf32_available, device_name):
+    """The float32 mode for `precision` on a device: "tf32" or "fp32" (also the float32 part of bf16 and fp16 runs).
+
+    "auto" takes TF32 where the device has it; "tf32" asked of a device without TF32 raises Unsupported."""
+    check(precision, "default")
+    if precision == "tf32" and not tf32_available:
+        refuse(framework, "precision", precision, "{} has no TF32 (GPUs of compute capability 8.0 and newer "
+                                                  "do)".format(device_name))
+    return "tf32" if precision in ("auto", "tf32") and tf32_available else "fp32"
+
+
+def label(precision="auto", compile_mode="default"):
+    """A variant's words for a row label, e.g. 'bf16 · compiled'; '' for the default run."""
+    parts = [] if precision == "auto" else [precision]
+    if compile_mode == "on":
+        parts.append("compiled")
+    return " · ".join(parts)
+
+
+def suffix(precision="auto", compile_mode="default"):
+    """A variant's part of file names, e.g. '-bf16-compiled'; '' for the default run."""
+    words = label(precision, compile_mode)
+    return "-" + words.replace(" · ", "-") if words else ""
