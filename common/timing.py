@@ -68,6 +68,22 @@ def summarize(samples):
     }
 
 
+def percentile(samples, fraction):
+    """The value below which `fraction` (0 to 1) of the samples lie, interpolating between neighbours."""
+    ordered = sorted(float(s) for s in samples)
+    if not ordered:
+        raise ValueError("percentile needs at least one sample")
+    position = fraction * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def latency(batch_seconds):
+    """Summarise single-batch times (each timed with the device synchronised): summarize() plus the 99th percentile."""
+    return dict(summarize(batch_seconds), p99=percentile(batch_seconds, 0.99))
+
+
 def training_timings(epoch_seconds, compile_s=None):
     """Summarise per-epoch training times: total, the first epoch apart (warm-up, autotune), the rest's median;
     with the peak resident memory of the timed blocks.
@@ -87,11 +103,13 @@ def training_timings(epoch_seconds, compile_s=None):
     }
 
 
-def inference_timings(pass_seconds, images_per_pass, warmup_s):
+def inference_timings(pass_seconds, images_per_pass, warmup_s, batch_seconds=None):
     """Summarise timed passes over the same images: seconds per 1000 images and images/s as median and spread;
-    with the peak resident memory of the timed blocks (warm-up included)."""
+    with the peak resident memory of the timed blocks (warm-up included), and the latency of one batch
+    (`latency(batch_seconds)`, "batch_s") where the notebook timed each batch of the passes."""
     per_1000 = [1000.0 * s / images_per_pass for s in pass_seconds]
     return {
+        "batch_s": latency(batch_seconds) if batch_seconds else None,
         "warmup_s": float(warmup_s),
         "passes_s": [float(s) for s in pass_seconds],
         "images_per_pass": images_per_pass,

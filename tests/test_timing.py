@@ -69,3 +69,15 @@ def test_begin_and_end_for_callbacks():
 def test_compile_time_is_kept_apart():
     assert timing.training_timings([2.0], compile_s=1.5)["compile_s"] == 1.5
     assert timing.training_timings([2.0])["compile_s"] is None
+
+
+def test_latency_reports_the_median_and_the_99th_percentile_of_single_batch_times():
+    times = [0.010] * 98 + [0.020, 0.110]
+    summary = timing.latency(times)
+    assert summary["median"] == pytest.approx(0.010) and summary["n"] == 100
+    assert summary["p99"] == pytest.approx(0.0209)  # between the two slowest, as numpy.percentile interpolates
+    assert timing.percentile([3.0, 1.0, 2.0], 0.5) == 2.0 and timing.percentile([5.0], 0.99) == 5.0
+    assert timing.inference_timings([1.0, 1.0], 10, 0.1, batch_seconds=times)["batch_s"]["p99"] == summary["p99"]
+    assert timing.inference_timings([1.0], 10, 0.1)["batch_s"] is None
+    with pytest.raises(ValueError):
+        timing.percentile([], 0.5)
