@@ -18,6 +18,8 @@ Schema (version 1); every key is present in every record, None where it does not
                     "bf16" or "fp16"; environment.precision says what was computed in (added within
                     version 1: older records lack it and are "auto")
     compile         the compile mode asked for: "default" or "on" (added within version 1, like precision)
+    sweep           in a sweep (run_all.py --sweep), {hyperparameter: value} of this run, set by the runner;
+                    None otherwise (added within version 1)
     device          what the framework computed on, e.g. "cpu", "cuda:0"
     environment     common.environment.facts(...)
     params          the hyperparameters used (common.hyperparams.for_task)
@@ -44,7 +46,7 @@ FIELDS = (
     "schema_version", "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device",
     "environment", "params", "timings", "metrics", "notebook", "started_at", "duration_s",
 )
-OPTIONAL_FIELDS = ("model", "precision", "compile")  # present in new records, accepted missing in older ones
+OPTIONAL_FIELDS = ("model", "precision", "compile", "sweep")  # present in new records, accepted missing in older ones
 
 
 def new_record(framework, task, profile, variant=None, params=None, precision="auto", compile_mode="default"):
@@ -79,16 +81,18 @@ def failure_record(framework, task, profile, status, error, variant=None, notebo
     return record
 
 
-def label(framework, variant=None, precision="auto", compile_mode="default"):
+def label(framework, variant=None, precision="auto", compile_mode="default", sweep=None):
     """A row's name: the framework's label with its variant, precision and compile mode where they are not the
-    default, e.g. 'Keras (jax)', 'PyTorch · bf16 · compiled'."""
-    words = variants.label(precision or "auto", compile_mode or "default")
-    return framework + (" ({})".format(variant) if variant else "") + (" · " + words if words else "")
+    default, and a sweep's value, e.g. 'Keras (jax)', 'PyTorch · bf16 · compiled', 'JAX · batch_size=8'."""
+    words = [variants.label(precision or "auto", compile_mode or "default")]
+    words += ["{}={}".format(key, value) for key, value in sorted((sweep or {}).items())]
+    return framework + (" ({})".format(variant) if variant else "") + "".join(" · " + w for w in words if w)
 
 
 def row_label(record):
     """The row's name of a record (older records, without precision and compile, are default runs)."""
-    return label(record["framework"], record.get("variant"), record.get("precision"), record.get("compile"))
+    return label(record["framework"], record.get("variant"), record.get("precision"), record.get("compile"),
+                 record.get("sweep"))
 
 
 def first_line(text):

@@ -43,14 +43,15 @@ def refuse(framework, option, value, why):
 
 
 def float32_mode(framework, precision, tf32_available, device_name):
-    """The float32 mode for `precision` on a device: "tf32" or "fp32" (also the float32 part of bf16 and fp16 runs).
+    """The float32 mode for `precision` on a device: "tf32" or "fp32".
 
-    "auto" takes TF32 where the device has it; "tf32" asked of a device without TF32 raises Unsupported."""
+    Only "fp32" keeps TF32 off; "auto", and the float32 parts of bf16 and fp16 runs, take TF32 where the device has
+    it; "tf32" asked of a device without TF32 raises Unsupported."""
     check(precision, "default")
     if precision == "tf32" and not tf32_available:
         refuse(framework, "precision", precision, "{} has no TF32 (GPUs of compute capability 8.0 and newer "
                                                   "do)".format(device_name))
-    return "tf32" if precision in ("auto", "tf32") and tf32_available else "fp32"
+    return "tf32" if precision != "fp32" and tf32_available else "fp32"
 
 
 def label(precision="auto", compile_mode="default"):

@@ -4,7 +4,7 @@ import dataclasses
 from pathlib import Path
 from typing import Optional
 
-from common import results, tasks
+from common import results, tasks, variants
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
@@ -100,11 +100,15 @@ class Framework:
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-    """One notebook run: a framework variant on one task."""
+    """One notebook run: a framework variant on one task, with a precision and compile mode (common/variants.py)
+    and, in a sweep, one value of one hyperparameter."""
 
     framework: Framework
     variant: Variant
     task: str
+    precision: str = "auto"
+    compile_mode: str = "default"
+    sweep: tuple = ()  # (hyperparameter, value) in a sweep, else ()
 
     @property
     def notebook(self) -> Path:
@@ -112,13 +116,21 @@ class Job:
 
     @property
     def stem(self) -> str:
-        """File name stem of this run's outputs, e.g. PyTorch_CNN or Keras_CNN-jax."""
-        stem = self.notebook.stem
-        return stem + "-" + self.variant.name if self.variant.name else stem
+        """File name stem of this run's outputs, e.g. PyTorch_CNN, Keras_CNN-jax, PyTorch_CNN-bf16-compiled or
+        PyTorch_Inference-batch_size-8."""
+        stem = self.notebook.stem + ("-" + self.variant.name if self.variant.name else "")
+        stem += variants.suffix(self.precision, self.compile_mode)
+        return stem + ("-{}-{}".format(*self.sweep) if self.sweep else "")
 
     @property
     def label(self) -> str:
-        return results.label(self.framework.label, self.variant.name)
+        return results.label(self.framework.label, self.variant.name, self.precision, self.compile_mode,
+                             dict([self.sweep]) if self.sweep else None)
+
+    @property
+    def is_default(self) -> bool:
+        """True for the run the notebook does unless told otherwise: default precision and compile mode, no sweep."""
+        return (self.precision, self.compile_mode) == variants.DEFAULT and not self.sweep
 
     @property
     def environment(self) -> Environment:
@@ -201,6 +213,22 @@ def select(frameworks=None, task_keys=None):
         for variant in by_key[key.lower()].variants
         for task in chosen
     ]
+
+
+def expand(jobs, precisions=("auto",), compile_modes=("default",), sweep=None):
+    """Each job once per precision, compile mode and (sweep = (hyperparameter, values)) swept value, grouped under its
+    framework variant and task in that order; a swept hyperparameter multiplies only the tasks that have it, the others
+    run once."""
+    from common import hyperparams
+
+    expanded = []
+    for job in jobs:
+        values = [()]
+        if sweep and sweep[0] in hyperparams.FULL[job.task]:
+            values = [(sweep[0], value) for value in sweep[1]]
+        expanded += [dataclasses.replace(job, precision=precision, compile_mode=mode, sweep=value)
+                     for precision in precisions for mode in compile_modes for value in values]
+    return expanded
 
 
 def environments_for(jobs):

@@ -7,6 +7,7 @@ which this module creates and then re-executes itself in.
 
 import argparse
 import ast
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -15,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import hyperparams, results, tasks
+from common import hyperparams, results, tasks, variants
 from runner import catalog, compatibility, environments
 
 COMMANDS = ("run", "setup", "test", "report", "rosetta", "list")
@@ -33,15 +34,25 @@ def _names(text):
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
+def _literal(text):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
 def _override(text):
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError("expected KEY=VALUE, got {!r}".format(text))
-    try:
-        parsed = ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        parsed = value
-    return key.strip(), parsed
+    return key.strip(), _literal(value)
+
+
+def _sweep(text):
+    key, sep, values = text.partition("=")
+    if not sep or not key.strip() or not _names(values):
+        raise argparse.ArgumentTypeError("expected KEY=VALUE,VALUE,..., got {!r}".format(text))
+    return key.strip(), [_literal(value) for value in _names(values)]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,6 +86,12 @@ def build_parser():
     run.add_argument("--seed", type=int, help="default 0")
     run.add_argument("--set", dest="overrides", type=_override, action="append", default=[], metavar="KEY=VALUE",
                      help="override a hyperparameter of the profile, e.g. --set epochs=2 (repeatable)")
+    run.add_argument("--precision", dest="precisions", type=_names, help="comma-separated, each a row: " + "; ".join(
+        "{} = {}".format(k, v) for k, v in variants.PRECISIONS.items()) + " (default auto)")
+    run.add_argument("--compile", dest="compile_modes", type=_names, help="comma-separated, each a row: " + "; ".join(
+        "{} = {}".format(k, v) for k, v in variants.COMPILE_MODES.items()) + " (default default)")
+    run.add_argument("--sweep", type=_sweep, metavar="KEY=V1,V2,...", help="run each notebook whose task has the "
+                     "hyperparameter once per value, and plot throughput against it, e.g. --sweep batch_size=1,8,32")
     run.add_argument("--timeout", type=float, help="seconds per notebook (default: smoke 600, quick 1800, full 14400)")
     run.add_argument("--results", type=Path, default=catalog.REPO / "results", help="folder for run folders")
     run.add_argument("--no-setup", action="store_true", help="fail instead of building missing environments")
@@ -137,6 +154,7 @@ def parse(argv):
             args.jobs = catalog.select(args.frameworks, args.tasks)
         except ValueError as error:
             raise UsageError(str(error)) from None
+        check_variants(args)
         if args.resume is not None:
             check_resumable(args)
         if args.data not in DATA_SOURCES:
@@ -153,6 +171,9 @@ def parse(argv):
                 hyperparams.for_task(task, args.profile, task_overrides(args.overrides, task, args.profile))
             except ValueError as error:
                 raise UsageError(str(error)) from None
+        if args.sweep:
+            check_sweep(args, selected_tasks)
+        args.jobs = catalog.expand(args.jobs, args.precisions, args.compile_modes, args.sweep)
         if args.timeout is None:
             args.timeout = DEFAULT_TIMEOUT[args.profile]
         if args.timeout <= 0 or args.threads < 0:
@@ -182,11 +203,44 @@ def parse(argv):
     return args
 
 
-RUN_DEFAULTS = {"profile": "quick", "data": "auto", "device": "auto", "seed": 0}
+RUN_DEFAULTS = {"profile": "quick", "data": "auto", "device": "auto", "seed": 0, "precisions": ["auto"],
+                "compile_modes": ["default"]}
 RUN_FILE = "run.json"  # in a results folder: what the run was started with, for --resume
 # The options a run is started with: stored in RUN_FILE, taken from there by --resume, refused beside it.
 RUN_PARAMETERS = ("frameworks", "tasks", "profile", "data", "device", "threads", "seed", "overrides", "timeout",
-                  "no_equivalence")
+                  "no_equivalence", "precisions", "compile_modes", "sweep")
+
+
+def check_variants(args):
+    """Refuse (UsageError) a precision or compile mode that common/variants.py does not know, or one named twice."""
+    for option, names, known in (("--precision", args.precisions, variants.PRECISIONS),
+                                 ("--compile", args.compile_modes, variants.COMPILE_MODES)):
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise UsageError("{} {}: use one or more of {}".format(option, ", ".join(unknown), ", ".join(known)))
+        if len(set(names)) < len(names):
+            raise UsageError("{}: each value once, got {}".format(option, ",".join(names)))
+
+
+def check_sweep(args, selected_tasks):
+    """Refuse (UsageError) a sweep of a hyperparameter no selected task has, one also set with --set, a value its
+    rule refuses, or a value given twice; the sweep becomes a (key, values) tuple."""
+    key, values = args.sweep
+    swept = [task for task in selected_tasks if key in hyperparams.for_task(task, args.profile)]
+    if not swept:
+        raise UsageError("--sweep {}: no selected task has that hyperparameter".format(key))
+    if key in args.overrides:
+        raise UsageError("--sweep {} and --set {} exclude each other".format(key, key))
+    if len({repr(value) for value in values}) < len(values):
+        raise UsageError("--sweep {}: each value once".format(key))
+    for task in swept:
+        for value in values:
+            try:
+                hyperparams.for_task(task, args.profile, dict(task_overrides(args.overrides, task, args.profile),
+                                                              **{key: value}))
+            except ValueError as error:
+                raise UsageError("--sweep: {}".format(error)) from None
+    args.sweep = (key, tuple(values))
 
 
 def notebook_digest(job):
@@ -220,6 +274,7 @@ def resume_parameters(args):
     for name in RUN_PARAMETERS:
         setattr(args, name, stored.get(name))
     args.overrides = list((args.overrides or {}).items())
+    args.sweep = tuple(args.sweep) if args.sweep else None  # stored as a list
     args.stored_notebooks = stored.get("notebooks") or {}
 
 
@@ -443,7 +498,10 @@ def check_equivalence(jobs, run_dir):
     """Compare the selected notebooks with PyTorch's from shared weights, into run_dir/equivalence/."""
     from runner import equivalence
 
-    checked = [job for job in jobs if job.task in equivalence.TASKS and job.framework.key != equivalence.REFERENCE]
+    defaults = {(job.framework.key, job.variant.name, job.task): dataclasses.replace(
+        job, precision="auto", compile_mode="default", sweep=()) for job in jobs}  # checked as the notebooks stand
+    checked = [job for job in defaults.values()
+               if job.task in equivalence.TASKS and job.framework.key != equivalence.REFERENCE]
     if not checked or equivalence.REFERENCE not in catalog.framework_keys():
         return
     reference_env = catalog.ENVIRONMENTS[catalog.select([equivalence.REFERENCE])[0].variant.env]
@@ -486,12 +544,16 @@ def _clock(seconds):
     return "{:d}:{:02d}".format(int(seconds // 60), int(seconds % 60))
 
 
+FINISHED = ("ok", "unsupported")  # statuses --resume leaves alone and the exit status accepts
+
+
 def finished(run_dir, job):
-    """True when a run folder holds an 'ok' record of `job` (--resume leaves it alone)."""
+    """True when a run folder holds an 'ok' or 'unsupported' record of `job` (--resume leaves it alone; an
+    unsupported variant is an answer, not a failure)."""
     from runner import execution
 
     try:
-        return results.read_result(str(run_dir / (job.stem + execution.RECORD_SUFFIX)))["status"] == "ok"
+        return results.read_result(str(run_dir / (job.stem + execution.RECORD_SUFFIX)))["status"] in FINISHED
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
@@ -568,13 +630,12 @@ def run(args):
             prefix = "[{}/{} {}]".format(number, len(jobs), _clock(time.time() - started))
             reason = unavailable.get(job.variant.env) or missing_packages_reason(job)
             if reason:
-                record = results.failure_record(job.framework.label, job.task, args.profile, "unavailable", reason,
-                                                variant=job.variant.name)
+                record = execution.failure_record(job, args.profile, "unavailable", reason)
                 results.write_result(str(run_dir / (job.stem + execution.RECORD_SUFFIX)), record, "unavailable")
             else:
                 print("{} {} on kernel {} ...".format(prefix, job.stem, job.environment.kernel_name))
                 sys.stdout.flush()
-                overrides = task_overrides(args.overrides, job.task, args.profile)
+                overrides = dict(task_overrides(args.overrides, job.task, args.profile), **dict([job.sweep] if job.sweep else []))
                 running, job_started = job, time.time()
                 record = execution.run_job(job, run_dir, args.profile,
                                            dict(parameters, data_source=data_sources[job.task], overrides=overrides),
@@ -586,15 +647,14 @@ def run(args):
                 record.get("duration_s") or 0, outcome))
         checked = run_dir / equivalence.EQUIVALENCE_DIR / equivalence.RESULT_FILE
         if not args.no_equivalence and not checked.exists():
-            check_equivalence([job for job in args.jobs if job.variant.env not in unavailable], run_dir)
+            check_equivalence([job for job in args.jobs if job.variant.env not in unavailable], run_dir)  # default runs
     except KeyboardInterrupt:
         interrupted = True
         print("\nInterrupted: writing the table of what finished; `python3 run_all.py run --resume {}` finishes "
               "the run.".format(run_dir))
         if running is not None:
-            record = results.failure_record(running.framework.label, running.task, args.profile, "interrupted",
-                                            "interrupted (Ctrl-C) after {:.0f} s".format(time.time() - job_started),
-                                            variant=running.variant.name, notebook=running.stem + ".ipynb")
+            record = execution.failure_record(running, args.profile, "interrupted", "interrupted (Ctrl-C) after {:.0f} "
+                                              "s".format(time.time() - job_started), notebook=running.stem + ".ipynb")
             results.write_result(str(run_dir / (running.stem + execution.RECORD_SUFFIX)), record, "interrupted")
     text = reporting.write_report(run_dir)
     from runner import rosetta as rosetta_view

@@ -17,6 +17,12 @@ from common import results
 from runner import environments
 
 RECORD_SUFFIX = ".result.json"
+# Exceptions that mean a run did not fit in memory, by name as the kernel reports them (PyTorch, TensorFlow, JAX/XLA,
+# Python), and words of their messages: such a run's row says 'out of memory', and a sweep goes on past it.
+OUT_OF_MEMORY_ERRORS = ("OutOfMemoryError", "ResourceExhaustedError", "MemoryError", "XlaRuntimeError", "MXNetError",
+                        "CUDARuntimeError", "OutOfMemory")
+OUT_OF_MEMORY_WORDS = ("out of memory", "resource_exhausted", "resource exhausted", "cannot allocate memory",
+                       "failed to allocate")
 
 
 class _CellOutputToConsole(logging.Handler):
@@ -57,7 +63,12 @@ def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout,
         )
         return "ok", None
     except papermill.PapermillExecutionError as error:
-        return "failed", "{}: {}".format(error.ename, results.first_line(error.evalue) or "")
+        message = "{}: {}".format(error.ename, results.first_line(error.evalue) or "")
+        if error.ename == "Unsupported":  # common.variants.Unsupported: the framework or device has no such variant
+            return "unsupported", results.first_line(error.evalue)
+        if out_of_memory(error.ename, error.evalue):
+            return "failed", "out of memory: " + message
+        return "failed", message
     except CellTimeoutError:
         _note_in_notebook(output_path, "The runner stopped this notebook: it ran past its {} s limit.".format(timeout))
         return "timeout", "stopped after {} s (the notebook's time limit)".format(timeout)
@@ -65,6 +76,25 @@ def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout,
         return "failed", "kernel died: {}".format(results.first_line(str(error)))
     except Exception as error:  # noqa: BLE001 - any other failure becomes this notebook's row, the run goes on
         return "failed", "{}: {}".format(type(error).__name__, results.first_line(str(error)))
+
+
+def out_of_memory(name, message):
+    """True for an error that says the run did not fit in memory (OUT_OF_MEMORY_ERRORS with such words, or
+    PyTorch's OutOfMemoryError and Python's MemoryError, whatever their words)."""
+    if name in ("OutOfMemoryError", "MemoryError"):
+        return True
+    text = (message or "").lower()
+    return name in OUT_OF_MEMORY_ERRORS and any(words in text for words in OUT_OF_MEMORY_WORDS)
+
+
+def failure_record(job, profile, status, error, notebook=None, duration_s=None):
+    """The runner's record for a job that produced none itself: its framework, variant, precision, compile mode and
+    swept value, with the status and the first line of the error."""
+    record = results.failure_record(job.framework.label, job.task, profile, status, error, variant=job.variant.name,
+                                    notebook=notebook, duration_s=duration_s, precision=job.precision,
+                                    compile_mode=job.compile_mode)
+    record["sweep"] = dict([job.sweep]) if job.sweep else None
+    return record
 
 
 def _note_in_notebook(path, text):
@@ -81,7 +111,8 @@ def run_job(job, run_dir, profile, parameters, timeout, show_output=True):
     """Run one catalog job into `run_dir`; return its result record (the notebook's own, or a failure record)."""
     output = run_dir / (job.stem + ".ipynb")
     record_path = run_dir / (job.stem + RECORD_SUFFIX)
-    params = dict(parameters, profile=profile, result_path=str(record_path))
+    params = dict(parameters, profile=profile, result_path=str(record_path), precision=job.precision,
+                  compile_mode=job.compile_mode)
     params.update(dict(job.variant.parameters))
     started = time.time()
     status, error = run_notebook(job.notebook, output, job.environment.kernel_name, params, run_dir, timeout,
@@ -95,8 +126,8 @@ def run_job(job, run_dir, profile, parameters, timeout, show_output=True):
             status, error = "failed", "the notebook ran but left no valid result record ({})".format(
                 results.first_line(str(problem)))
     if record is None:
-        record = results.failure_record(job.framework.label, job.task, profile, status, error,
-                                        variant=job.variant.name, duration_s=elapsed)
+        record = failure_record(job, profile, status, error, duration_s=elapsed)
     record["notebook"] = output.name
+    record["sweep"] = dict([job.sweep]) if job.sweep else None
     results.write_result(str(record_path), record, status=record["status"])
     return record

@@ -6,6 +6,7 @@ nbconvert. The merged table's Markdown is written here too, beside its page. Thi
 never runner/report.py (which imports this one).
 """
 
+import base64
 import html
 from pathlib import Path
 
@@ -122,6 +123,13 @@ def run_page(run_dir, records, links, checks=None):
     for task_table in model.tables:
         body += ["<h2>{}</h2>".format(_e(task_table.title)), table_html(task_table, links)]
     body += ['<p class="note">{}</p>'.format(_e(note)) for note in model.notes]
+    sweeps = table.sweep_tables(records)
+    for sweep_table in sweeps:
+        body += ["<h2>Sweep: {}</h2>".format(_e(sweep_table.title)), table_html(sweep_table, bars=False)]
+    plot = Path(run_dir) / "sweep.png"
+    if sweeps and plot.exists():  # inline, so that the page stays one self-contained file
+        body.append('<p><img alt="throughput against the swept value" src="data:image/png;base64,{}"></p>'.format(
+            base64.b64encode(plot.read_bytes()).decode("ascii")))
     body += ["<h2>Environment</h2>", _environment_table(records),
              '<p class="note">Each framework name links to its executed notebook. Tables: results.md, results.csv, '
              'results.json; plot: results.png.</p>']

@@ -1,5 +1,6 @@
 """A run's report files: results.md (the table model of runner/table.py as Markdown), results.csv and results.json
-(the flat rows), results.png (one bar chart per task) and, through runner/html_report.py, report.html."""
+(the flat rows), results.png (one bar chart per task), sweep.png in a sweep (throughput against the swept value)
+and, through runner/html_report.py, report.html."""
 
 import csv
 import json
@@ -25,7 +26,56 @@ def markdown(records, title="Results", checks=None):
         lines += ["", "### " + task_table.title, ""] + table.markdown_lines(task_table)
         if task_table.notes:
             lines += [""] + ["- " + note for note in task_table.notes]
+    sweeps = table.sweep_tables(records)
+    if sweeps:
+        lines += ["", "## Sweep", "", SWEEP_NOTE]
+    for sweep_table in sweeps:
+        lines += ["", "### " + sweep_table.title, ""] + table.markdown_lines(sweep_table)
     return "\n".join(lines) + "\n"
+
+
+SWEEP_NOTE = ("Throughput at each value of the swept hyperparameter (sweep.png draws it): images per second (median "
+              "of the passes) for inference, training samples per second over the median epoch for the trained "
+              "tasks; a run that did not fit in memory says 'out of memory' and the sweep went on. Latency: the "
+              "median and 99th percentile of single-batch times (each timed with the device synchronised).")
+
+
+def plot_sweep(records, path):
+    """Save a PNG with one panel per swept task: throughput against the swept value, one line per framework
+    variant, a cross where a run did not finish; False (nothing written) for a run without a sweep."""
+    rows = [table.row(r) for r in records if r.get("sweep")]
+    swept = [t for t in tasks.TASKS if any(r["task"] == t for r in rows)]
+    if not swept:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(swept), figsize=(5.5 * len(swept), 3.8), squeeze=False)
+    for axis, task in zip(axes[0], swept):
+        task_rows = [r for r in rows if r["task"] == task]
+        numeric = all(isinstance(r["sweep_value"], (int, float)) for r in task_rows)
+        for line in dict.fromkeys(table.base_label(r) for r in task_rows):
+            points = sorted((r for r in task_rows if table.base_label(r) == line), key=lambda r: r["sweep_value"])
+            done = [r for r in points if r["samples_per_s"] is not None]
+            drawn = axis.plot([r["sweep_value"] for r in done], [r["samples_per_s"] for r in done], marker="o",
+                              label=line)
+            failed = [r for r in points if r["samples_per_s"] is None]
+            if failed and done:  # where the line stops: the value that did not run, on the axis
+                axis.plot([r["sweep_value"] for r in failed], [0] * len(failed), "x", color=drawn[0].get_color())
+        if numeric and min(r["sweep_value"] for r in task_rows) > 0:
+            axis.set_xscale("log", base=2)
+        axis.set_title(tasks.TASKS[task].title, fontsize=9)
+        axis.set_xlabel(task_rows[0]["sweep_key"], fontsize=8)
+        axis.set_ylabel("images/s" if not tasks.TASKS[task].trains else "training samples/s", fontsize=8)
+        axis.legend(fontsize=7)
+        axis.grid(alpha=0.3)
+    figure.suptitle("DL Rosetta Stone: throughput against {} (x: did not run)".format(rows[0]["sweep_key"]), fontsize=10)
+    figure.tight_layout()
+    figure.savefig(str(path), dpi=120)
+    plt.close(figure)
+    return True
 
 
 def plot(records, path):
@@ -75,5 +125,6 @@ def write_report(run_dir):
         writer.writerows(rows)
     (run_dir / "results.json").write_text(json.dumps({"rows": rows, "records": records}, indent=1) + "\n")
     plot(records, run_dir / "results.png")
+    plot_sweep(records, run_dir / "sweep.png")
     html_report.write_run_page(run_dir, records, checks)
     return text

@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 from typing import Callable, Optional
 
-from common import environment, flops, results, tasks
+from common import environment, flops, results, tasks, variants
 from runner import catalog
 from runner.execution import RECORD_SUFFIX
 
@@ -25,6 +25,8 @@ CSV_COLUMNS = (
     "s_per_1000_images", "s_per_1000_images_min", "s_per_1000_images_max", "images_per_s", "warmup_s",
     "duration_s", "notebook", "gflop_per_s", "peak_gflop_per_s", "utilisation", "num_classes", "test_samples",
     "same_as_pytorch", "accuracy_flag", "precision", "gpu_unused", "build", "peak_estimated",
+    "precision_asked", "compile", "sweep_key", "sweep_value", "samples_per_s", "latency_ms_median", "latency_ms_p99",
+    "device_peak_mb", "device_peak_source",
 )
 
 
@@ -82,7 +84,12 @@ def order_records(records):
 
     def key(record):
         rank = catalog_rank(record["framework"], record.get("variant"))
-        return task_order.index(record["task"]), rank, record["framework"], record.get("variant") or ""
+        precision, mode = record.get("precision") or "auto", record.get("compile") or "default"
+        sweep = sorted((record.get("sweep") or {}).items())
+        return (task_order.index(record["task"]), rank, record["framework"], record.get("variant") or "",
+                list(variants.PRECISIONS).index(precision) if precision in variants.PRECISIONS else 99,
+                list(variants.COMPILE_MODES).index(mode) if mode in variants.COMPILE_MODES else 99,
+                [(name, str(type(value)), value) for name, value in sweep])
 
     return sorted(records, key=key)
 
@@ -143,7 +150,18 @@ def row(record):
     finished = record["status"] == "ok"
     gflops = achieved_gflops(record) if finished else None
     peak, estimated = device_peak(env) if finished else (None, False)
+    (sweep_key, sweep_value), = (record.get("sweep") or {None: None}).items()
+    latency = timings.get("batch_s") or {}
     return {
+        "precision_asked": record.get("precision") or "auto",
+        "compile": record.get("compile") or "default",
+        "sweep_key": sweep_key,
+        "sweep_value": sweep_value,
+        "samples_per_s": samples_per_s(record),
+        "latency_ms_median": 1000 * latency["median"] if latency else None,
+        "latency_ms_p99": 1000 * latency["p99"] if latency else None,
+        "device_peak_mb": timings["device_peak_bytes"] / 2.0 ** 20 if timings.get("device_peak_bytes") else None,
+        "device_peak_source": timings.get("device_peak_source"),
         "precision": env.get("precision"),
         "gpu_unused": env.get("gpu_unused"),
         "build": env.get("build"),
@@ -184,6 +202,22 @@ def row(record):
     }
 
 
+def samples_per_s(record):
+    """Throughput of a finished record: images/s (median) for inference, training samples per second over the median
+    epoch for the trained tasks; None where unknown."""
+    task = tasks.get(record["task"])
+    params, metrics, timings = record.get("params") or {}, record.get("metrics") or {}, record.get("timings") or {}
+    if record["status"] != "ok":
+        return None
+    if not task.trains:
+        return metrics.get("images_per_s")
+    median = (timings.get("epoch_s") or {}).get("median")
+    if not median or "batch_size" not in params:
+        return None
+    samples = params.get("train_samples") or task.train_split
+    return samples // params["batch_size"] * params["batch_size"] / median
+
+
 def flat_rows(records, checks=None):
     """The CSV/JSON rows of a run: row() of each record with its equivalence verdict and accuracy flag."""
     rows = [row(r) for r in records]
@@ -197,8 +231,15 @@ def flat_rows(records, checks=None):
 # Cell texts
 
 def label(r):
-    """A row's framework name with its variant, e.g. 'Keras (jax)' (common.results.label of the row)."""
-    return results.label(r["framework"], r.get("variant"))
+    """A row's name: the framework with its variant, precision, compile mode and swept value where they are not the
+    default, e.g. 'Keras (jax)', 'PyTorch · bf16 · compiled' (common.results.label of the row)."""
+    sweep = {r["sweep_key"]: r["sweep_value"]} if r.get("sweep_key") else None
+    return results.label(r["framework"], r.get("variant"), r.get("precision_asked"), r.get("compile"), sweep)
+
+
+def is_default(r):
+    """True for a row of the notebook as it stands: default precision and compile mode, no sweep."""
+    return (r.get("precision_asked") or "auto", r.get("compile") or "default") == variants.DEFAULT and not r.get("sweep_key")
 
 
 def number(value, digits=1):
@@ -270,7 +311,7 @@ def same_as_pytorch(r, checks):
     """The table cell saying whether a row computes PyTorch's function from shared weights."""
     from runner import equivalence
 
-    if r["task"] not in equivalence.TASKS:
+    if r["task"] not in equivalence.TASKS or not is_default(r):  # the check runs the notebooks as they stand
         return None
     if r["framework"] == "PyTorch":
         return "reference"
@@ -377,6 +418,7 @@ class Column:
     applies: Callable = _everywhere  # (common.tasks.Task) -> whether the task's table has the column
     headline: bool = False  # the task's headline figure (report.html draws a bar beside it)
     needs_checks: bool = False  # only in a run with equivalence checks (runner/equivalence.py)
+    needs_values: bool = False  # only where a row has a value under `key` (GPU counters, single-batch latency)
 
 
 def _trains(task):
@@ -406,6 +448,13 @@ def _spread_text(r, context):
     return "{} - {}".format(number(r[key + "_min"], context.task.digits), number(r[key + "_max"], context.task.digits))
 
 
+def _latency_text(r):
+    """'median / p99' of a row's single-batch times in milliseconds, '' where it has none."""
+    if r["latency_ms_median"] is None:
+        return ""
+    return "{} / {}".format(number(r["latency_ms_median"], 1), number(r["latency_ms_p99"], 1))
+
+
 def _compile_text(r, context):
     """Seconds compiling ahead; '-' for a finished run that compiled nothing ahead, '' for an unfinished one."""
     return (number(r["compile_s"], 2) or "-") if r["status"] == "ok" else ""
@@ -430,7 +479,11 @@ COLUMNS = (
     Column("compile_s", "Compile (s)", _compile_text, numeric=True, applies=_trains),
     Column("gflop_per_s", "GFLOP/s", lambda r, c: number(r["gflop_per_s"]), numeric=True),
     Column("utilisation", "Util.", lambda r, c: utilisation_text(r), numeric=True),
+    Column("latency_ms_median", "Batch latency (ms, median / p99)", lambda r, c: _latency_text(r), numeric=True,
+           applies=_infers, needs_values=True),
     Column("peak_rss_mb", "Peak RSS (MB)", lambda r, c: number(r["peak_rss_mb"], 0), numeric=True),
+    Column("device_peak_mb", "GPU peak (MB)", lambda r, c: number(r["device_peak_mb"], 0), numeric=True,
+           needs_values=True),
     Column("accuracy", "Accuracy", lambda r, c: accuracy_text(r, c.rows), numeric=True, applies=_trains),
     Column("status", "Status", lambda r, c: status_text(r)),
     Column("same_as_pytorch", "Same as PyTorch", lambda r, c: same_as_pytorch(r, c.checks) or "", applies=_checked,
@@ -475,7 +528,7 @@ def columns_for(task, checks=None):
 def task_table(task, rows, checks=None):
     """The table of one task from its flat rows (row()), in the order given."""
     context = Context(task, rows, checks or {})
-    columns = columns_for(task, checks)
+    columns = [c for c in columns_for(task, checks) if not c.needs_values or any(r[c.key] is not None for r in rows)]
     return Table(task.title, columns, [Row([column.text(r, context) for column in columns], r) for r in rows],
                  row_notes(rows), task)
 
@@ -488,6 +541,52 @@ def build(records, checks=None):
               for key, task in tasks.TASKS.items() if any(r["task"] == key for r in rows)]
     return Results(sorted({r["profile"] for r in rows}), sorted({r["hardware"] for r in rows if r["hardware"]}),
                    notes(checks), tables)
+
+
+def base_label(r):
+    """A sweep row's line: its label without the swept value, e.g. 'PyTorch · bf16'."""
+    return label(dict(r, sweep_key=None))
+
+
+def sweep_tables(records):
+    """The sweep's tables, one per task with swept rows: a row per framework variant (base_label), a column per
+    value with the throughput (images or samples per second) or the run's status; for a batch-size sweep of
+    inference with batch 1, the single-batch latency. [] for a run without a sweep."""
+    rows = [row(r) for r in records]
+    tables = []
+    for key, task in tasks.TASKS.items():
+        swept = [r for r in rows if r["task"] == key and r["sweep_key"]]
+        if not swept:
+            continue
+        name = swept[0]["sweep_key"]
+        values = sorted({r["sweep_value"] for r in swept}, key=lambda v: (str(type(v)), v))
+        lines = []
+        for r in swept:
+            if base_label(r) not in lines:
+                lines.append(base_label(r))
+        cells = {(base_label(r), r["sweep_value"]): r for r in swept}
+        unit = "images/s" if not task.trains else "samples/s"
+        columns = [COLUMNS[0]] + [Column("sweep", "{}={}".format(name, value), numeric=True) for value in values]
+        latency = name == "batch_size" and 1 in values and not task.trains
+        if latency:
+            columns.append(Column("latency", "Latency at batch 1 (ms, median / p99)", numeric=True))
+        table_rows = []
+        for line in lines:
+            texts = [line] + [_sweep_cell(cells.get((line, value))) for value in values]
+            if latency:
+                texts.append(_latency_text(cells[(line, 1)]) if (line, 1) in cells else "")
+            table_rows.append(Row(texts))
+        tables.append(Table("{}: {} against {}".format(task.title, unit, name), columns, table_rows, [], task))
+    return tables
+
+
+def _sweep_cell(r):
+    """A sweep cell: the throughput of a finished run, 'out of memory', another status, or 'not run'."""
+    if r is None:
+        return "not run"
+    if r["status"] == "ok":
+        return number(r["samples_per_s"], 1)
+    return "out of memory" if "out of memory" in (r["error"] or "") else status_text(r)
 
 
 def machine_column(run_dir, records):

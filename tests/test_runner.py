@@ -10,7 +10,7 @@ from runner import catalog, cli, environments, table
 FIXTURES = catalog.REPO / "tests" / "fixtures"
 FIXTURE_FRAMEWORKS = tuple(
     catalog.Framework(key, key.capitalize(), key.capitalize() if key != "ok" else "OK", (catalog.Variant(None, "runner"),))
-    for key in ("ok", "raises", "hangs", "silent", "dies")
+    for key in ("ok", "raises", "hangs", "silent", "dies", "variants")
 )
 
 
@@ -54,6 +54,64 @@ def test_a_failure_and_a_hang_are_recorded_and_the_run_goes_on(fixture_catalog, 
     assert len((run_dir / "results.csv").read_text().strip().splitlines()) == 5
     out = capsys.readouterr().out
     assert "[1/4" in out and "RAISES" not in out and "Raises_CNN: FAILED" in out and "OK_CNN: OK" in out
+
+
+def test_variants_and_a_sweep_are_rows_with_unsupported_and_out_of_memory_cells(fixture_catalog, tmp_path):
+    status = cli.main(["run", "-f", "variants", "-t", "cnn", "-p", "smoke", "--precision", "bf16,fp16",
+                       "--sweep", "batch_size=16,32,128", "--results", str(tmp_path), "-q"])
+    assert status == 1  # the run that did not fit in memory failed; the unsupported ones did not
+    (run_dir,) = run_dirs(tmp_path)
+    records = {table.label(table.row(r)): r for r in table.load_records(run_dir)}
+    assert list(records) == ["Variants · bf16 · batch_size=16", "Variants · bf16 · batch_size=32",
+                             "Variants · bf16 · batch_size=128", "Variants · fp16 · batch_size=16",
+                             "Variants · fp16 · batch_size=32", "Variants · fp16 · batch_size=128"]
+    bf16 = records["Variants · bf16 · batch_size=32"]
+    assert bf16["status"] == "ok" and bf16["params"]["batch_size"] == 32 and bf16["precision"] == "bf16"
+    assert bf16["sweep"] == {"batch_size": 32} and bf16["notebook"] == "Variants_CNN-bf16-batch_size-32.ipynb"
+    oom = records["Variants · bf16 · batch_size=128"]
+    assert oom["status"] == "failed" and oom["error"].startswith("out of memory: OutOfMemoryError: CUDA out of memory")
+    refused = records["Variants · fp16 · batch_size=16"]
+    assert refused["status"] == "unsupported" and refused["precision"] == "fp16"
+    assert refused["error"] == "Variants cannot run precision=fp16: this fixture has no float16"
+    markdown = (run_dir / "results.md").read_text()
+    assert "| Variants · bf16 · batch_size=16 |" in markdown and "unsupported: Variants cannot run" in markdown
+    sweep = markdown.split("## Sweep")[1]
+    header, _, bf16_line, fp16_line = [line for line in sweep.splitlines() if line.startswith("|")]
+    assert header == "| Framework | batch_size=16 | batch_size=32 | batch_size=128 |"
+    # 256 smoke samples in epochs of 64/batch_size seconds: 64 and 128 samples/s, then out of memory
+    assert bf16_line == "| Variants · bf16 | 64.0 | 128.0 | out of memory |"
+    assert fp16_line.count("unsupported: Variants cannot run precision=fp16") == 3
+    assert (run_dir / "sweep.png").stat().st_size > 1000
+    assert "data:image/png;base64," in (run_dir / "report.html").read_text()
+
+
+def test_variant_options_multiply_the_jobs_and_bad_ones_are_one_line():
+    args = cli.parse(["-f", "pytorch,keras", "-t", "cnn,inference", "--precision", "fp32,bf16", "--compile",
+                      "default,on", "--sweep", "batch_size=1,8"])
+    assert len(args.jobs) == 4 * 2 * 2 * 2 * 2  # (PyTorch + 3 Keras backends) x 2 tasks x 2 precisions x 2 modes x 2 values
+    assert args.jobs[0].stem == "PyTorch_CNN-fp32-batch_size-1" and args.jobs[0].label == "PyTorch · fp32 · batch_size=1"
+    assert args.jobs[3].stem == "PyTorch_CNN-fp32-compiled-batch_size-8"
+    assert {job.stem for job in args.jobs if job.framework.key == "keras"} >= {"Keras_Inference-jax-bf16-compiled-batch_size-8"}
+    only_inference = cli.parse(["-f", "jax", "--sweep", "batches=1,2"]).jobs  # tasks without the key run once
+    assert [job.stem for job in only_inference] == ["JAX_CNN", "JAX_Inference-batches-1", "JAX_Inference-batches-2",
+                                                    "JAX_RNN"]
+    assert [job.stem for job in cli.parse(["-f", "jax"]).jobs] == ["JAX_CNN", "JAX_Inference", "JAX_RNN"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--precision", "fp8"], "--precision fp8: use one or more of auto, fp32, tf32, bf16, fp16"),
+    (["--precision", "bf16,bf16"], "--precision: each value once"),
+    (["--compile", "max"], "--compile max: use one or more of default, on"),
+    (["--sweep", "batch_size"], "expected KEY=VALUE,VALUE,..."),
+    (["--sweep", "depth=1,2"], "--sweep depth: no selected task has that hyperparameter"),
+    (["--sweep", "batch_size=0,8"], "--sweep: hyperparameter batch_size=0 for task cnn: must be an integer >= 1"),
+    (["--sweep", "batch_size=8,8"], "--sweep batch_size: each value once"),
+    (["--sweep", "epochs=1,2", "--set", "epochs=3"], "--sweep epochs and --set epochs exclude each other"),
+])
+def test_bad_variant_options_are_one_line_and_exit_2(argv, message, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("run_all.py: error: ") and message in err and err.count("\n") == 1
 
 
 def test_report_rebuilds_from_a_results_folder(fixture_catalog, tmp_path, capsys):

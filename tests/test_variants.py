@@ -1,0 +1,42 @@
+"""common/variants.py: the precision and compile-mode names, the float32 decision, refusals and row labels."""
+
+import pytest
+
+from common import results, variants
+
+
+def test_the_float32_mode_follows_the_precision_and_the_device():
+    assert variants.float32_mode("X", "auto", True, "this GPU") == "tf32"
+    assert variants.float32_mode("X", "auto", False, "the CPU") == "fp32"
+    assert variants.float32_mode("X", "fp32", True, "this GPU") == "fp32"  # strict: TF32 off even where it exists
+    assert variants.float32_mode("X", "tf32", True, "this GPU") == "tf32"
+    assert variants.float32_mode("X", "bf16", True, "this GPU") == "tf32"  # what float32 parts of a mixed run use
+    assert variants.float32_mode("X", "fp16", False, "the CPU") == "fp32"
+
+
+def test_tf32_where_there_is_none_is_refused_with_the_reason():
+    with pytest.raises(variants.Unsupported) as refused:
+        variants.float32_mode("PyTorch", "tf32", False, "the CPU")
+    assert str(refused.value) == ("PyTorch cannot run precision=tf32: the CPU has no TF32 (GPUs of compute capability "
+                                  "8.0 and newer do)")
+
+
+@pytest.mark.parametrize("precision, mode, message", [
+    ("fp8", "default", "precision='fp8': use one of auto, fp32, tf32, bf16, fp16"),
+    ("auto", "max", "compile_mode='max': use one of default, on"),
+])
+def test_unknown_names_are_one_line_errors(precision, mode, message):
+    with pytest.raises(ValueError) as error:
+        variants.check(precision, mode)
+    assert str(error.value) == message
+
+
+def test_labels_and_file_suffixes_name_only_what_is_not_the_default():
+    assert variants.label() == "" and variants.suffix() == ""
+    assert variants.label("bf16", "on") == "bf16 · compiled" and variants.suffix("bf16", "on") == "-bf16-compiled"
+    assert variants.label("auto", "on") == "compiled" and variants.suffix("fp32") == "-fp32"
+    assert results.label("Keras", "jax", "bf16", "on") == "Keras (jax) · bf16 · compiled"
+    assert results.label("PyTorch", None, "auto", "default", {"batch_size": 8}) == "PyTorch · batch_size=8"
+    assert results.label("PyTorch") == "PyTorch"
+    old = {"framework": "MXNet", "variant": None}  # a record from before variants: the default run
+    assert results.row_label(old) == "MXNet"
