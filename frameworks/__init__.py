@@ -8,7 +8,8 @@ Every module has the same names, so that knowing one is knowing them all:
                             the run's variant (common/variants.py): the float32 policy of
                             common/environment.py (TF32 where the GPU has it and precision allows),
                             mixed precision, the compiler; returns the precision computed in, or raises
-                            common.variants.Unsupported where the framework or device cannot
+                            common.variants.Unsupported where the framework or device cannot (MXNet's
+                            also takes the task: some of its variants depend on the model)
     start_record(...)       a result record with the device and the environment facts as the framework
                             reports them (version, GPUs, CUDA, cuDNN, threads, precision)
     probe()                 for the runner after a build: can the framework compute on the GPU?

@@ -1,4 +1,4 @@
-"""Chainer: the device, the precision policy and the record's facts, for every Chainer notebook."""
+"""Chainer: the device, the precision policy, fp16 (mixed16) and the record's facts, for every Chainer notebook."""
 
 import chainer
 
@@ -32,26 +32,52 @@ def choose_device(device):
     kind, chosen["note"] = environment.choose_device(device, NAME, gpu_names(), why_no_gpu)
     dev = chainer.get_device("@cupy:0" if kind == "gpu" else "@numpy")
     dev.use()
+    # no GPU peak-memory counter to register (common/memory.py): CuPy's memory pool reports what it holds now
+    # (used_bytes, total_bytes), not the most it has held
     return dev
 
 
 def set_variant(dev, precision="auto", compile_mode="default"):
     """The run's variant (common/variants.py); returns the precision computed in: "fp32" (Chainer runs on the CPU
-    here; CuPy's own CUPY_TF32 would be the TF32 switch), "bf16" or "fp16"."""
+    here; CuPy's own CUPY_TF32 would be the TF32 switch) or "fp16", or raises Unsupported before anything is built.
+
+    fp16 is Chainer's mixed16 mode, set here because links read it when they are built: they hold float16 copies of
+    their weights (batch norm keeps float32) and compute in float16, chainer.get_dtype() is float16 for the inputs,
+    and the notebooks' optimizers update float32 master copies with dynamic loss scaling (`loss_scaling`)."""
     float32 = variants.float32_mode(NAME, precision, False, "Chainer on the CPU")
+    variants.check(precision, compile_mode)
+    if precision == "bf16":
+        variants.refuse(NAME, "precision", precision, "NumPy and CuPy have no bfloat16 type, so neither has Chainer "
+                                                      "(chainer.config.dtype takes float16, float32, float64 or "
+                                                      "mixed16)")
     if compile_mode == "on":
         variants.refuse(NAME, "compile_mode", compile_mode, "Chainer runs define-by-run only; it has no compiler")
+    if precision == "fp16":
+        chainer.global_config.dtype = chainer.mixed16
     return _chose(precision, float32, compile_mode)
 
 
 def _chose(precision, float32, compile_mode):
     """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
     variants.check(precision, compile_mode)
-    if precision in variants.MIXED:  # until the notebooks apply it: never run float32 under a mixed label
-        variants.refuse(NAME, "precision", precision, "not written in these notebooks yet")
     chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
                   compile=compile_mode)
     return chosen["precision"]
+
+
+def loss_scaling(optimizer):
+    """For fp16, after optimizer.setup: updates on float32 master copies of the float16 weights (use_fp32_update) and
+    Chainer's dynamic loss scaling (loss_scaling(): from 1 the scale doubles each step up to 65504 until gradients
+    first overflow; then each overflow halves it and skips that update, and it doubles again over 1000 steps)."""
+    if chosen["precision"] == "fp16":
+        optimizer.use_fp32_update()
+        optimizer.loss_scaling()
+
+
+def loss_scale(optimizer):
+    """The scale for loss.backward(loss_scale=...): the optimizer's dynamic loss scale for fp16, None otherwise.
+    Chainer keeps it in optimizer._loss_scale, which optimizer.update(lossfun) passes to backward the same way."""
+    return optimizer._loss_scale
 
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as Chainer (and CuPy, on a GPU) report them."""

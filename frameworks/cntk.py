@@ -30,13 +30,28 @@ def choose_device(device):
     kind, chosen["note"] = environment.choose_device(device, NAME, gpu_names(), why_no_gpu)
     dev = _gpu_devices()[0] if kind == "gpu" else C.device.cpu()
     C.device.try_set_default_device(dev)
+    # no GPU peak-memory counter to register (common/memory.py): CNTK 2.7 exposes none
     return dev
 
 
 def set_variant(dev, precision="auto", compile_mode="default"):
     """The run's variant (common/variants.py); returns the precision computed in: "fp32" (CNTK 2.7's CUDA 10
-    predates TF32, so float32 is float32 on every GPU), or "fp16" where it can."""
+    predates TF32, so float32 is float32 on every GPU), or raises Unsupported before anything is built: these
+    notebooks have no bf16 or fp16 version (the reasons below) and CNTK no further compiler."""
     float32 = variants.float32_mode(NAME, precision, False, "CNTK 2.7 (built for CUDA 10)")
+    variants.check(precision, compile_mode)
+    if precision == "bf16":
+        variants.refuse(NAME, "precision", precision, "CNTK 2.7 has no bfloat16 type (its data types are float32, "
+                                                      "float64 and float16)")
+    if precision == "fp16" and dev.type() != C.device.DeviceKind.GPU:
+        variants.refuse(NAME, "precision", precision, "these notebooks' float16 needs a GPU in CNTK 2.7: on the CPU a "
+                                                      "float16 convolution fails ('FP16 convolution is only supported via "
+                                                      "cuDNN') and so does training a float16 graph ('Unsupported "
+                                                      "data format')")
+    if precision == "fp16":
+        variants.refuse(NAME, "precision", precision, "not written: CNTK 2.7 has float16 tensors and C.cast on GPUs but "
+                                                      "no automatic mixed precision and no loss scaling, and a "
+                                                      "hand-cast float16 graph has had no GPU here to be checked on")
     if compile_mode == "on":
         variants.refuse(NAME, "compile_mode", compile_mode, "CNTK always builds a static graph and has no further "
                                                           "compiler: the default row is the compiled one")
@@ -44,13 +59,12 @@ def set_variant(dev, precision="auto", compile_mode="default"):
 
 
 def _chose(precision, float32, compile_mode):
-    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
+    """Note the variant for the record."""
     variants.check(precision, compile_mode)
-    if precision in variants.MIXED:  # until the notebooks apply it: never run float32 under a mixed label
-        variants.refuse(NAME, "precision", precision, "not written in these notebooks yet")
     chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
                   compile=compile_mode)
     return chosen["precision"]
+
 
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as CNTK reports them."""

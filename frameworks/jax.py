@@ -1,8 +1,9 @@
-"""JAX: the device, the precision policy and the record's facts, for every JAX notebook (and Keras on JAX)."""
+"""JAX: the device, the precision policy and the record's facts, for every JAX notebook (and Keras on JAX);
+the dtype Flax layers compute in and the fp16 loss scaling of the JAX notebooks."""
 
 import jax
 
-from common import environment, gpu, results, variants
+from common import environment, gpu, memory, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "JAX"
@@ -36,12 +37,19 @@ def choose_device(device):
     if device == "cpu":  # before JAX starts its backends: no attempt at a GPU platform, no warning about one
         jax.config.update("jax_platforms", "cpu")
     kind, chosen["note"] = environment.choose_device(device, NAME, gpu_names(), why_no_gpu)
-    return jax.devices("gpu" if kind == "gpu" else "cpu")[0]
+    dev = jax.devices("gpu" if kind == "gpu" else "cpu")[0]
+    if kind == "gpu":  # XLA's allocator keeps a peak since the process started; JAX cannot reset it
+        memory.set_device_counter(lambda: (dev.memory_stats() or {}).get("peak_bytes_in_use"),
+                                  "jax Device.memory_stats()['peak_bytes_in_use']")
+    return dev
 
 
 def set_variant(dev, precision="auto", compile_mode="default"):
     """The run's variant (common/variants.py): the float32 policy, TF32 for matrix products and convolutions where
-    the GPU has it and precision allows; returns the precision computed in ("fp32", "tf32", "bf16" or "fp16")."""
+    the GPU has it and precision allows; returns the precision computed in ("fp32", "tf32", "bf16" or "fp16").
+
+    bf16 and fp16 are the notebooks' own: Flax layers computing in `compute_dtype()` on float32 weights, logits and
+    loss in float32, and for fp16 training `loss_scaling` and `scaled_value_and_grad`."""
     tf32 = dev.platform == "gpu" and environment.tf32_allowed(
         next((d["compute_capability"] for d in gpu.cuda_devices()), None))
     float32 = variants.float32_mode(NAME, precision, tf32, "this GPU" if dev.platform == "gpu" else "the CPU")
@@ -56,11 +64,46 @@ def set_variant(dev, precision="auto", compile_mode="default"):
 def _chose(precision, float32, compile_mode):
     """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
     variants.check(precision, compile_mode)
-    if precision in variants.MIXED:  # until the notebooks apply it: never run float32 under a mixed label
-        variants.refuse(NAME, "precision", precision, "not written in these notebooks yet")
     chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
                   compile=compile_mode)
     return chosen["precision"]
+
+
+def compute_dtype():
+    """The dtype the notebooks' Flax layers compute in (their `dtype`): jnp.bfloat16 or jnp.float16 for bf16 and fp16,
+    None otherwise (Flax then computes in its weights' float32). Weights stay float32 (Flax's param_dtype)."""
+    return {"bf16": jax.numpy.bfloat16, "fp16": jax.numpy.float16}.get(chosen["precision"])
+
+
+def loss_scaling(tx):
+    """(optimiser, loss scale) for training: for fp16, Optax's apply_if_finite around `tx`, so that a step whose
+    gradients overflowed is skipped (however many in a row, as PyTorch's GradScaler does), and Flax's DynamicScale
+    (scale 2**16, halved on overflow, doubled after 2000 finite steps); otherwise (tx, None)."""
+    if chosen["precision"] != "fp16":
+        return tx, None
+    import optax
+    from flax.training.dynamic_scale import DynamicScale
+
+    return optax.apply_if_finite(tx, max_consecutive_errors=2 ** 31 - 1), DynamicScale()
+
+
+def scaled_value_and_grad(loss_fn, model, scale):
+    """(loss, float32 gradients of the model's nnx.Param, updated scale): loss_fn(model) differentiated with the loss
+    multiplied by Flax's DynamicScale and the gradients divided back, inside nnx.jit. DynamicScale differentiates a
+    function of arrays, so the model goes in split (parameters, the rest) and its other state (dropout's random
+    counters) comes back into `model` afterwards."""
+    from flax import nnx
+
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+
+    def loss_of(params, rest):
+        copy = nnx.merge(graphdef, params, rest, copy=True)
+        return loss_fn(copy), nnx.state(copy, nnx.Not(nnx.Param))
+
+    scale, _, (loss, rest), grads = scale.value_and_grad(loss_of, has_aux=True)(params, rest)
+    nnx.update(model, rest)
+    return loss, grads, scale
+
 
 def cuda_version():
     """The CUDA version JAX's GPU platform reports, e.g. 'cuda 12080', or None."""

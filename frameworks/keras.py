@@ -1,14 +1,20 @@
-"""Keras 3: the device, the precision policy and the record's facts, through the module of the backend it runs on."""
+"""Keras 3: the device, the float32 policy and the record's facts, through the module of the backend it runs on;
+mixed precision and the compiler the Keras way on every backend (the dtype policy, model.compile's jit_compile)."""
 
 import importlib
 
 import keras
 
-from common import environment, gpu, results
+from common import environment, gpu, results, variants
 
 NAME = "Keras"
 # Keras' backend name -> the module of this package that knows that framework
 BACKEND_MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "pytorch"}
+# precision -> Keras' dtype policy: float32 variables, layers computing in bfloat16 or float16; under
+# "mixed_float16", model.compile wraps the optimizer in a LossScaleOptimizer (its auto_scale_loss=True)
+POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
+# what set_variant decided for model.compile: the compile mode, and what Keras compiles the steps with
+run = {"compile": "default", "compiler": None}
 
 
 def backend_module():
@@ -21,13 +27,56 @@ def choose_device(device):
     return backend_module().choose_device(device)
 
 
+def compiler(compile_mode, on_gpu):
+    """What Keras runs the train, test and predict steps with for `compile_mode`, as model.compile's jit_compile
+    decides it; compile_mode="on" raises Unsupported where Keras' default, jit_compile="auto", already compiles."""
+    backend = keras.backend.backend()
+    if backend == "jax" or (backend == "tensorflow" and on_gpu):
+        if compile_mode == "on":
+            variants.refuse(NAME, "compile_mode", compile_mode, "Keras on {} compiles by default, with XLA "
+                            "(jit_compile='auto'): the default row is the compiled one".format(
+                                "JAX" if backend == "jax" else "TensorFlow with a GPU"))
+        return "XLA: jax.jit" if backend == "jax" else "XLA: tf.function(jit_compile=True)"
+    if compile_mode == "on":
+        return "XLA: tf.function(jit_compile=True)" if backend == "tensorflow" else "torch.compile (inductor)"
+    return "tf.function graph, no XLA (on a CPU)" if backend == "tensorflow" else "eager"
+
+
 def set_variant(dev, precision="auto", compile_mode="default"):
-    """The run's variant (common/variants.py), set in the backend framework; returns the precision computed in."""
-    return backend_module().set_variant(dev, precision, compile_mode)
+    """The run's variant (common/variants.py); returns the precision computed in ("fp32", "tf32", "bf16" or "fp16").
+
+    The backend's module sets the float32 policy (for the float32 parts of a bf16 or fp16 run, the default one, as
+    common/variants.py has it), and refuses compile_mode="on" where its compiler cannot run; Keras' dtype policy,
+    set here before the model is built, does bf16 and fp16; `jit_compile` gives model.compile compile_mode="on"."""
+    variants.check(precision, compile_mode)
+    run.update(compile=compile_mode, compiler=compiler(compile_mode, gpu.device_kind(str(dev)) == "gpu"))
+    backend = backend_module()  # the float32 policy, and what the backend's compiler needs (Inductor: a C++ compiler)
+    try:
+        float32 = backend.set_variant(dev, "auto" if precision in POLICIES else precision, compile_mode)
+    except variants.Unsupported as refusal:  # the row is Keras': "Keras on TensorFlow cannot run precision=tf32: ..."
+        raise variants.Unsupported("{} on {}".format(NAME, refusal)) from None
+    if precision in POLICIES:
+        keras.mixed_precision.set_dtype_policy(POLICIES[precision])
+    backend.chosen.update(requested=precision, precision=precision if precision in POLICIES else float32,
+                          compile=compile_mode)
+    return backend.chosen["precision"]
+
+
+def jit_compile(task):
+    """model.compile's `jit_compile` for the run: True for compile_mode="on", else Keras' default "auto"; raises
+    Unsupported where Keras' compiler cannot compile the task's model."""
+    if run["compile"] != "on":
+        return "auto"
+    if task == "inference" and keras.backend.backend() == "torch":
+        variants.refuse(NAME, "compile_mode", "on", "torch.compile of Keras' ResNet50 hits torch._dynamo's recompile "
+                                                    "limit at its layer calls: its convolutions run eagerly, between "
+                                                    "one-layer graphs")
+    return True
 
 
 def start_record(task, profile, params, dev):
-    """A new result record: Keras' version, its backend's version, and the GPUs, CUDA and cuDNN the backend reports."""
+    """A new result record: Keras' version and dtype policy, what it compiles with, its backend's version, and the
+    GPUs, CUDA and cuDNN the backend reports."""
     backend = backend_module()
     framework = importlib.import_module(keras.backend.backend())  # the backend's own package: tensorflow, jax, torch
     on_gpu = gpu.device_kind(str(dev)) == "gpu"
@@ -38,5 +87,6 @@ def start_record(task, profile, params, dev):
     record["environment"] = environment.facts(
         NAME, keras.__version__, record["device"], gpus=gpus, cuda=cuda, cudnn=cudnn, threads=environment.usable_cores(),
         precision=backend.chosen["precision"], gpu_unused=backend.chosen["note"],
-        extra={"backend": keras.backend.backend(), "backend_version": framework.__version__})
+        extra={"backend": keras.backend.backend(), "backend_version": framework.__version__,
+               "dtype_policy": keras.config.dtype_policy().name, "compiler": run["compiler"]})
     return record

@@ -1,13 +1,18 @@
-"""PyTorch: the device, the precision policy and the record's facts, for every PyTorch notebook (and Keras on torch)."""
+"""PyTorch: the device, the precision policy, mixed precision and torch.compile, and the record's facts, for every
+PyTorch notebook (and Keras on torch)."""
+
+import os
 
 import torch
 
-from common import environment, results, variants
+from common import environment, memory, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "PyTorch"
 # what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
 chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
+# mixed precision: the dtype torch.autocast computes in
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def gpu_names():
@@ -29,7 +34,11 @@ def why_no_gpu():
 def choose_device(device):
     """The torch.device for the notebook's `device` parameter; device="cuda" without a usable GPU raises DeviceError."""
     kind, chosen["note"] = environment.choose_device(device, NAME, gpu_names(), why_no_gpu)
-    return torch.device("cuda" if kind == "gpu" else "cpu")
+    dev = torch.device("cuda" if kind == "gpu" else "cpu")
+    if dev.type == "cuda":  # the GPU's peak allocation over the timed blocks, beside the resident peak (common/memory.py)
+        memory.set_device_counter(lambda: torch.cuda.max_memory_allocated(dev), "torch.cuda.max_memory_allocated",
+                                  reset=lambda: torch.cuda.reset_peak_memory_stats(dev))
+    return dev
 
 
 def set_variant(dev, precision="auto", compile_mode="default"):
@@ -43,17 +52,51 @@ def set_variant(dev, precision="auto", compile_mode="default"):
     else:
         torch.backends.cuda.matmul.allow_tf32 = float32 == "tf32"
         torch.backends.cudnn.allow_tf32 = float32 == "tf32"
-    return _chose(precision, float32, compile_mode)
+    return _chose(dev, precision, float32, compile_mode)
 
 
-def _chose(precision, float32, compile_mode):
-    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
+def _chose(dev, precision, float32, compile_mode):
+    """Note the variant for the record; the notebooks apply it through autocast, grad_scaler and compiled."""
     variants.check(precision, compile_mode)
-    if precision in variants.MIXED:  # until the notebooks apply it: never run float32 under a mixed label
-        variants.refuse(NAME, "precision", precision, "not written in these notebooks yet")
+    compiler = os.environ.get("CXX", "g++")  # the C++ compiler Inductor calls
+    if compile_mode == "on" and dev.type == "cpu" and not _on_path(compiler):
+        variants.refuse(NAME, "compile_mode", compile_mode, "torch.compile (Inductor) builds C++ kernels for the CPU "
+                                                            "and finds no C++ compiler ({} is not on PATH)".format(compiler))
     chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
                   compile=compile_mode)
     return chosen["precision"]
+
+
+def _on_path(program):
+    """Whether `program` (a name or a path) is an executable file, looked up in PATH's folders."""
+    return any(os.access(os.path.join(folder, program), os.X_OK) for folder in os.environ.get("PATH", "").split(os.pathsep))
+
+
+def autocast(dev):
+    """The context for forward and loss: torch.autocast in bfloat16 (bf16) or float16 (fp16), which runs matrix
+    products and convolutions in it while the weights stay float32 and the loss is computed in float32; with any other
+    precision a disabled autocast, so the code runs in float32 as written."""
+    dtype = AUTOCAST_DTYPES.get(chosen["precision"])
+    return torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None)
+
+
+def grad_scaler(dev):
+    """torch.amp.GradScaler for fp16: the loss is scaled up before backward so that small float16 gradients do not
+    flush to zero, the gradients are unscaled before the update, a step whose gradients hold inf or NaN is skipped and
+    the scale adapts. With any other precision it is disabled: scale(loss) is the loss, step(optimizer) is
+    optimizer.step(), update() does nothing."""
+    return torch.amp.GradScaler(dev.type, enabled=chosen["precision"] == "fp16")
+
+
+def compiled(model):
+    """torch.compile(model) with compile_mode="on" (compiled at its first call), else the model itself. Dynamo's RNN
+    support is switched on there (allow_rnn, experimental): without it Dynamo cannot trace nn.GRU and torch.compile
+    would run a GRU model's whole forward eagerly."""
+    if chosen["compile"] != "on":
+        return model
+    torch._dynamo.config.allow_rnn = True
+    return torch.compile(model)
+
 
 def gpu_facts(on_gpu):
     """(GPU names, CUDA version, cuDNN version) as PyTorch reports them; empty on a CPU run."""

@@ -1,8 +1,9 @@
-"""TensorFlow: the device, the precision policy and the record's facts, for every TensorFlow notebook (and Keras on it)."""
+"""TensorFlow: the device, the precision policy and the record's facts, for every TensorFlow notebook (and Keras on it);
+mixed precision and compiling ahead for the TensorFlow notebooks (Keras applies its own)."""
 
 import tensorflow as tf
 
-from common import environment, gpu, results, variants
+from common import environment, gpu, memory, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "TensorFlow"
@@ -31,6 +32,10 @@ def why_no_gpu():
 def choose_device(device):
     """"/GPU:0" or "/CPU:0" for the notebook's `device` parameter; device="cuda" without a usable GPU raises DeviceError."""
     kind, chosen["note"] = environment.choose_device(device, NAME, gpu_names(), why_no_gpu)
+    if kind == "gpu":  # the peak of TensorFlow's GPU allocator over each timed block (common/memory.py)
+        memory.set_device_counter(lambda: tf.config.experimental.get_memory_info("GPU:0")["peak"],
+                                  "tf.config.experimental.get_memory_info peak",
+                                  reset=lambda: tf.config.experimental.reset_memory_stats("GPU:0"))
     return "/GPU:0" if kind == "gpu" else "/CPU:0"
 
 
@@ -47,13 +52,76 @@ def set_variant(dev, precision="auto", compile_mode="default"):
 
 
 def _chose(precision, float32, compile_mode):
-    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
+    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way
+    (compute_dtype and LossScale below; Keras notebooks set Keras' policy), as is compile_mode (jit_compile)."""
     variants.check(precision, compile_mode)
-    if precision in variants.MIXED:  # until the notebooks apply it: never run float32 under a mixed label
-        variants.refuse(NAME, "precision", precision, "not written in these notebooks yet")
     chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
                   compile=compile_mode)
     return chosen["precision"]
+
+
+def compute_dtype(precision):
+    """The dtype a TensorFlow notebook's layers compute in for the precision set_variant returned: bfloat16 (bf16),
+    float16 (fp16) or float32. Mixed precision: the variables stay float32 and are cast as they are read; the
+    last layer, the logits and the loss stay float32."""
+    return {"bf16": tf.bfloat16, "fp16": tf.float16}.get(precision, tf.float32)
+
+
+def keras_policy(precision):
+    """The same for the Keras layers inside TensorFlow notebooks (the GRU, ResNet-50): Keras' mixed-precision policy,
+    "mixed_bfloat16", "mixed_float16" or "float32"."""
+    return {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}.get(precision, "float32")
+
+
+class LossScale(tf.Module):
+    """Dynamic loss scaling for fp16 training with an optimizer written out, by the rule of Keras'
+    LossScaleOptimizer: the loss is multiplied by the scale before the gradients are taken, so that small float16
+    gradients do not flush to zero, and the gradients divided by it again; a step whose gradients are not all
+    finite is skipped and the scale halved; after `growth_steps` finite steps in a row it doubles.
+    For every other precision it does nothing: scale_loss() returns the loss, apply() is the optimizer's."""
+
+    def __init__(self, precision, initial_scale=2.0 ** 15, growth_steps=2000):
+        super().__init__()
+        self.on = precision == "fp16"
+        self.scale = tf.Variable(initial_scale if self.on else 1.0, trainable=False)
+        self.finite_steps = tf.Variable(0, trainable=False)
+        self.growth_steps = growth_steps
+
+    def scale_loss(self, loss):
+        """The loss to take the gradients of (inside the GradientTape)."""
+        return loss * tf.cast(self.scale, loss.dtype) if self.on else loss
+
+    def apply(self, optimizer, grads, variables):
+        """optimizer.apply(grads, variables), with the gradients unscaled and the step skipped if one is not finite."""
+        if not self.on:
+            return optimizer.apply(grads, variables)
+        grads = [tf.convert_to_tensor(g) / self.scale for g in grads]
+
+        def step():
+            optimizer.apply(grads, variables)
+            grow = self.finite_steps + 1 >= self.growth_steps
+            self.scale.assign(tf.where(grow, self.scale * 2.0, self.scale))
+            self.finite_steps.assign(tf.where(grow, 0, self.finite_steps + 1))
+
+        def skip():  # a gradient overflowed: no update, a smaller scale
+            self.scale.assign(self.scale / 2.0)
+            self.finite_steps.assign(0)
+
+        tf.cond(tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads]), step, skip)
+
+
+def compile_ahead(step, specs, state):
+    """Make a training step's graph before training, for the TensorSpecs of its arguments, so that the time it takes
+    is reported apart. tf.function traces it; with compile_mode="on" XLA compiles a jit_compile function only at
+    its first call, so it also runs once here, on zeros (the time includes that one step), and `state` (every
+    variable the step changes) is then put back as it was: training starts from the same weights either way."""
+    step.get_concrete_function(*specs)
+    if chosen["compile"] == "on":
+        saved = [variable.numpy() for variable in state]
+        step(*[tf.zeros(spec.shape, spec.dtype) for spec in specs])
+        for variable, value in zip(state, saved):
+            variable.assign(value)
+
 
 def gpu_facts(on_gpu):
     """(GPU names, CUDA version, cuDNN version) as TensorFlow's build reports them; empty on a CPU run."""

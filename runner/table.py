@@ -357,9 +357,13 @@ FLOPS_NOTE = ("GFLOP/s: analytic FLOPs (common/flops.py: convolutions, dense lay
               "(marked *: multiprocessors x fp32 units x 2 x the clock its driver reports), or for a CPU an estimate, "
               "cores x clock x FLOPs per cycle of its vector unit, with the clock the system reports (a CPU that "
               "boosts above it can pass 100%).")
-PRECISION_NOTE = ("Precision: float32 everywhere. On GPUs with TF32 tensor cores (compute capability 8.0 and newer) "
-                  "every framework is set to allow TF32 for float32 matrix products and convolutions, as TensorFlow and "
-                  "JAX do by default (frameworks/<name>.py, set_variant); such rows say tf32 beside their device.")
+PRECISION_NOTE = ("Precision: rows without a variant in their name compute in float32; on GPUs with TF32 tensor cores "
+                  "(compute capability 8.0 and newer) every framework is set to allow TF32 for float32 matrix products "
+                  "and convolutions, as TensorFlow and JAX do by default (frameworks/<name>.py, set_variant); such rows "
+                  "say tf32 beside their device. A row named with a variant (run_all.py --precision, --compile: "
+                  "fp32 strict float32, bf16 and fp16 mixed precision, 'compiled' the framework's compiler) ran the "
+                  "framework's own way of it, or says 'unsupported' with the reason; the same-weights check runs the "
+                  "notebooks as they stand.")
 MEMORY_NOTE = ("Peak RSS: the notebook process's largest resident memory inside its timed blocks (Linux's "
                "high-water mark, lowered to the current size as each block starts: common/memory.py), measured the "
                "same way for every framework; it counts the framework's arenas, threads and batches, and on a GPU "

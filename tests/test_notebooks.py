@@ -31,6 +31,10 @@ def test_notebook_runs_on_its_kernel(job, notebook_runs):
         assert record["model"].startswith(("ResNet-50 v1,", "ResNet-50 v1.5,")), record["model"]
         assert record["metrics"]["images_per_s"] > 0
         assert len(record["timings"]["passes_s"]) == record["params"]["repeats"]
+        # every batch of every pass timed on its own, for the latency (common.timing.latency)
+        batches = record["timings"]["batch_s"]
+        assert batches["n"] == record["params"]["repeats"] * record["params"]["batches"]
+        assert 0 < batches["median"] <= batches["p99"]
     else:
         assert 0.0 <= record["metrics"]["accuracy"] <= 1.0
         assert len(record["timings"]["epochs_s"]) == record["params"]["epochs"]

@@ -1,0 +1,83 @@
+"""Smoke runs of the variants: each precision and compile mode reaches every framework's notebooks and runs the
+framework's own way of it, or is refused with the reason (status 'unsupported'); a batch-size sweep draws its plot.
+
+Every framework row gets three runs on the smoke profile and the CPU: the CNN in bf16 and compiled (bf16 alone
+where the framework has no compile mode of its own), the RNN in fp16 (mixed precision with loss scaling) and
+inference in tf32, which no CPU has. EXPECTED_UNSUPPORTED says which of them this CPU must refuse, and why.
+"""
+
+import dataclasses
+
+import pytest
+from conftest import require_environment
+
+from runner import catalog, cli, execution, table
+
+# (framework label, variant name, precision or "compile") -> words of the reason it must be refused on this CPU
+EXPECTED_UNSUPPORTED = {
+    ("JAX", None, "compile"): "JAX always compiles",
+    ("Keras", "jax", "compile"): "compiles by default",
+    ("MXNet", None, "fp16"): "FP16 gemm on cpu not implemented",
+    ("Chainer", None, "compile"): "no compiler",
+    ("Chainer", None, "bf16"): "no bfloat16",
+    ("CNTK", None, "compile"): "static graph",
+    ("CNTK", None, "bf16"): "no bfloat16",
+    ("CNTK", None, "fp16"): "GPU",
+}
+
+# frameworks whose compiled mode compiles inside the first epoch (reported apart), not ahead of it
+COMPILE_IN_FIRST_EPOCH = ("Keras", "MXNet")
+
+
+def cases():
+    """(job, what it must do: 'ok' or the reason words of its refusal), three per framework row."""
+    found = []
+    for job in catalog.select():
+        key = (job.framework.label, job.variant.name)
+        if job.task == "cnn":
+            compiles = key + ("compile",) not in EXPECTED_UNSUPPORTED
+            job = dataclasses.replace(job, precision="bf16", compile_mode="on" if compiles else "default")
+            found.append((job, EXPECTED_UNSUPPORTED.get(key + ("bf16",), "ok")))
+        elif job.task == "rnn":
+            found.append((dataclasses.replace(job, precision="fp16"), EXPECTED_UNSUPPORTED.get(key + ("fp16",), "ok")))
+        else:
+            found.append((dataclasses.replace(job, precision="tf32"), "has no TF32"))
+    return found
+
+
+@pytest.mark.parametrize("job, expected", cases(), ids=lambda case: getattr(case, "stem", None))
+def test_each_variant_runs_the_framework_s_own_way_or_says_why_not(job, expected, tmp_path):
+    require_environment(job.environment)
+    parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": {}}
+    record = execution.run_job(job, tmp_path, "smoke", parameters, timeout=900, show_output=False)
+    assert (record["precision"], record["compile"]) == (job.precision, job.compile_mode)
+    if expected != "ok":
+        assert record["status"] == "unsupported", record["error"]
+        assert record["error"].startswith(job.framework.label.split(" ")[0]) and expected in record["error"]
+        assert table.status_text(table.row(record)).startswith("unsupported: ")
+        return
+    assert record["status"] == "ok", record["error"]
+    assert record["environment"]["precision"] == job.precision  # what it computed in, as the framework module says
+    assert record["timings"]["peak_rss_bytes"] > 50 << 20
+    assert 0.0 <= record["metrics"]["accuracy"] <= 1.0
+    if job.compile_mode == "on" and job.framework.label not in COMPILE_IN_FIRST_EPOCH:
+        assert record["timings"]["compile_s"] > 0
+
+
+def test_a_batch_size_sweep_of_inference_draws_throughput_and_latency(tmp_path):
+    (job,) = catalog.select(["pytorch"], ["inference"])
+    require_environment(job.environment)
+    status = cli.main(["run", "-f", "pytorch", "-t", "inference", "-p", "smoke", "--sweep", "batch_size=1,2",
+                       "--device", "cpu", "--threads", "2", "--data", "synthetic", "--no-equivalence", "--no-setup",
+                       "--results", str(tmp_path), "-q"])
+    assert status == 0
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    records = table.load_records(run_dir)
+    assert [r["sweep"] for r in records] == [{"batch_size": 1}, {"batch_size": 2}]
+    one = records[0]["timings"]["batch_s"]
+    assert one["n"] == records[0]["params"]["batches"] * records[0]["params"]["repeats"] and one["p99"] >= one["median"]
+    markdown = (run_dir / "results.md").read_text()
+    header, _, line = [text for text in markdown.split("## Sweep")[1].splitlines() if text.startswith("|")]
+    assert header == "| Framework | batch_size=1 | batch_size=2 | Latency at batch 1 (ms, median / p99) |"
+    assert line.startswith("| PyTorch | ") and " / " in line.split("|")[-2]
+    assert (run_dir / "sweep.png").stat().st_size > 1000
