@@ -52,7 +52,7 @@ def plot_sweep(records, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, len(swept), figsize=(5.5 * len(swept), 3.8), squeeze=False)
+    figure, axes = plt.subplots(1, len(swept), figsize=(7.0 * len(swept), 3.8), squeeze=False)
     for axis, task in zip(axes[0], swept):
         task_rows = [r for r in rows if r["task"] == task]
         numeric = all(isinstance(r["sweep_value"], (int, float)) for r in task_rows)
@@ -66,10 +66,14 @@ def plot_sweep(records, path):
                 axis.plot([r["sweep_value"] for r in failed], [0] * len(failed), "x", color=drawn[0].get_color())
         if numeric and min(r["sweep_value"] for r in task_rows) > 0:
             axis.set_xscale("log", base=2)
+        if numeric:  # the swept values themselves on the axis, as numbers
+            values = sorted({r["sweep_value"] for r in task_rows})
+            axis.set_xticks(values)
+            axis.set_xticklabels([str(value) for value in values])
         axis.set_title(tasks.TASKS[task].title, fontsize=9)
         axis.set_xlabel(task_rows[0]["sweep_key"], fontsize=8)
         axis.set_ylabel("images/s" if not tasks.TASKS[task].trains else "training samples/s", fontsize=8)
-        axis.legend(fontsize=7)
+        axis.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
         axis.grid(alpha=0.3)
     figure.suptitle("DL Rosetta Stone: throughput against {} (x: did not run)".format(rows[0]["sweep_key"]), fontsize=10)
     figure.tight_layout()
