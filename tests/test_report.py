@@ -343,3 +343,25 @@ def test_the_peak_resident_memory_of_the_timed_blocks_is_a_column_of_every_task(
     column = [c.heading for c in inference.columns].index("Peak RSS (MB)")
     assert inference.rows[0].cells[column] == "300" and table.row(record)["peak_rss_mb"] == 300.0
     assert table.MEMORY_NOTE in table.notes()
+
+
+def test_variant_rows_stay_apart_in_run_and_merged_tables_and_only_default_rows_get_a_verdict(tmp_path):
+    from runner import html_report
+
+    bf16 = ok_record("PyTorch", "cnn", train_s=20.0, accuracy=0.5)
+    bf16.update(precision="bf16", compile="on")
+    mxnet = ok_record("MXNet", "cnn", train_s=25.0, accuracy=0.5)
+    refused = results.failure_record("Chainer", "cnn", "quick", "unsupported", "Chainer cannot run precision=bf16: "
+                                     "NumPy has no bfloat16", precision="bf16")
+    records = [bf16, ok_record("PyTorch", "cnn", train_s=40.0, accuracy=0.5), refused, mxnet]
+    run = write_run(tmp_path / "a-quick", "quick", records)
+    rows = [table.row(r) for r in table.load_records(run)]
+    assert [table.label(r) for r in rows] == ["PyTorch", "PyTorch · bf16 · compiled", "MXNet", "Chainer · bf16"]
+    checks = {("cnn", "MXNet"): {"equivalent": True, "failures": [], "reason": None, "logits_max_abs": 1e-7,
+                                 "step_differences": {}}}
+    assert table.same_as_pytorch(rows[1], checks) is None  # the check ran the notebooks as they stand
+    assert table.same_as_pytorch(rows[2], checks).startswith("yes")
+    assert "| Chainer · bf16 |" in report.markdown(table.load_records(run))
+    assert "unsupported: Chainer cannot run precision=bf16" in report.markdown(table.load_records(run))
+    merged = html_report.merged_markdown([run])
+    assert "| PyTorch | 40.0 " in merged and "| PyTorch · bf16 · compiled | 20.0 " in merged
