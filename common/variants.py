@@ -54,6 +54,15 @@ def float32_mode(framework, precision, tf32_available, device_name):
     return "tf32" if precision != "fp32" and tf32_available else "fp32"
 
 
+def note_choice(chosen, precision, float32, compile_mode):
+    """Note a run's variant in a framework module's `chosen` dict, for its record: the precision asked for, the one
+    computed in (`precision` itself for bf16 and fp16, else the float32 mode) and the compile mode; returns the
+    precision computed in."""
+    check(precision, compile_mode)
+    chosen.update(requested=precision, precision=precision if precision in MIXED else float32, compile=compile_mode)
+    return chosen["precision"]
+
+
 def label(precision="auto", compile_mode="default"):
     """A variant's words for a row label, e.g. 'bf16 · compiled'; '' for the default run."""
     parts = [] if precision == "auto" else [precision]

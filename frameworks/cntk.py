@@ -55,15 +55,8 @@ def set_variant(dev, precision="auto", compile_mode="default"):
     if compile_mode == "on":
         variants.refuse(NAME, "compile_mode", compile_mode, "CNTK always builds a static graph and has no further "
                                                           "compiler: the default row is the compiled one")
-    return _chose(precision, float32, compile_mode)
+    return variants.note_choice(chosen, precision, float32, compile_mode)
 
-
-def _chose(precision, float32, compile_mode):
-    """Note the variant for the record."""
-    variants.check(precision, compile_mode)
-    chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
-                  compile=compile_mode)
-    return chosen["precision"]
 
 
 def start_record(task, profile, params, dev):

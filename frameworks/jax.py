@@ -58,15 +58,8 @@ def set_variant(dev, precision="auto", compile_mode="default"):
     if compile_mode == "on":
         variants.refuse(NAME, "compile_mode", compile_mode, "JAX always compiles its steps with jax.jit: the default "
                                                             "row is the compiled one")
-    return _chose(precision, float32, compile_mode)
+    return variants.note_choice(chosen, precision, float32, compile_mode)
 
-
-def _chose(precision, float32, compile_mode):
-    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
-    variants.check(precision, compile_mode)
-    chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
-                  compile=compile_mode)
-    return chosen["precision"]
 
 
 def compute_dtype():

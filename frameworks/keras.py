@@ -57,9 +57,7 @@ def set_variant(dev, precision="auto", compile_mode="default"):
         raise variants.Unsupported("{} on {}".format(NAME, refusal)) from None
     if precision in POLICIES:
         keras.mixed_precision.set_dtype_policy(POLICIES[precision])
-    backend.chosen.update(requested=precision, precision=precision if precision in POLICIES else float32,
-                          compile=compile_mode)
-    return backend.chosen["precision"]
+    return variants.note_choice(backend.chosen, precision, float32, compile_mode)  # for the record: what ran
 
 
 def jit_compile(task):

@@ -83,15 +83,8 @@ def set_variant(ctx, precision="auto", compile_mode="default", task=None):
         float32 = "fp32"  # set by whoever started this process: cuDNN keeps to float32
     if precision in variants.MIXED:
         amp.init(target_dtype="bfloat16" if precision == "bf16" else "float16")
-    return _chose(precision, float32, compile_mode)
+    return variants.note_choice(chosen, precision, float32, compile_mode)
 
-
-def _chose(precision, float32, compile_mode):
-    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way."""
-    variants.check(precision, compile_mode)
-    chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
-                  compile=compile_mode)
-    return chosen["precision"]
 
 
 def loss_scaling(trainer):

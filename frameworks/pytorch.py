@@ -52,19 +52,12 @@ def set_variant(dev, precision="auto", compile_mode="default"):
     else:
         torch.backends.cuda.matmul.allow_tf32 = float32 == "tf32"
         torch.backends.cudnn.allow_tf32 = float32 == "tf32"
-    return _chose(dev, precision, float32, compile_mode)
-
-
-def _chose(dev, precision, float32, compile_mode):
-    """Note the variant for the record; the notebooks apply it through autocast, grad_scaler and compiled."""
-    variants.check(precision, compile_mode)
     compiler = os.environ.get("CXX", "g++")  # the C++ compiler Inductor calls
     if compile_mode == "on" and dev.type == "cpu" and not _on_path(compiler):
         variants.refuse(NAME, "compile_mode", compile_mode, "torch.compile (Inductor) builds C++ kernels for the CPU "
                                                             "and finds no C++ compiler ({} is not on PATH)".format(compiler))
-    chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
-                  compile=compile_mode)
-    return chosen["precision"]
+    # the notebooks apply the variant through autocast, grad_scaler and compiled
+    return variants.note_choice(chosen, precision, float32, compile_mode)
 
 
 def _on_path(program):

@@ -48,16 +48,8 @@ def set_variant(dev, precision="auto", compile_mode="default"):
         tf32 = environment.tf32_allowed("{}.{}".format(*capability) if capability else None)
     float32 = variants.float32_mode(NAME, precision, tf32, "this GPU" if gpu.device_kind(dev) == "gpu" else "the CPU")
     tf.config.experimental.enable_tensor_float_32_execution(float32 == "tf32")
-    return _chose(precision, float32, compile_mode)
+    return variants.note_choice(chosen, precision, float32, compile_mode)
 
-
-def _chose(precision, float32, compile_mode):
-    """Note the variant for the record; bf16 and fp16 are applied by the notebook, the framework's own way
-    (compute_dtype and LossScale below; Keras notebooks set Keras' policy), as is compile_mode (jit_compile)."""
-    variants.check(precision, compile_mode)
-    chosen.update(requested=precision, precision=precision if precision in variants.MIXED else float32,
-                  compile=compile_mode)
-    return chosen["precision"]
 
 
 def compute_dtype(precision):

@@ -94,6 +94,12 @@ def order_records(records):
     return sorted(records, key=key)
 
 
+def epoch_samples(task, params):
+    """The samples a training epoch steps through: its training split or subset, in whole batches."""
+    samples = params.get("train_samples") or task.train_split
+    return samples // params["batch_size"] * params["batch_size"]
+
+
 def throughput(record):
     """(achieved GFLOP/s, peak GFLOP/s of the device) of a finished record, each None where unknown."""
     return achieved_gflops(record), device_peak(record.get("environment") or {})[0]
@@ -113,9 +119,7 @@ def achieved_gflops(record):
             version = "1" if str(record.get("model") or "").startswith("ResNet-50 v1,") else "1.5"
             achieved = flops.resnet50_forward_flops(params["image_size"], version) * 1000 / metrics["s_per_1000_images"]
         elif task.trains and (timings.get("epoch_s") or {}).get("median"):
-            samples = params.get("train_samples") or task.train_split
-            samples = samples // params["batch_size"] * params["batch_size"]
-            achieved = flops.training_flops(task.key, params) * samples / timings["epoch_s"]["median"]
+            achieved = flops.training_flops(task.key, params) * epoch_samples(task, params) / timings["epoch_s"]["median"]
         else:
             return None
     except KeyError:  # a record without the hyperparameters the count needs
@@ -214,8 +218,7 @@ def samples_per_s(record):
     median = (timings.get("epoch_s") or {}).get("median")
     if not median or "batch_size" not in params:
         return None
-    samples = params.get("train_samples") or task.train_split
-    return samples // params["batch_size"] * params["batch_size"] / median
+    return epoch_samples(task, params) / median
 
 
 def flat_rows(records, checks=None):
