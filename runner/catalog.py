@@ -177,6 +177,9 @@ FRAMEWORKS: tuple[Framework, ...] = (
         environment=Environment("cntk", "Rosetta: CNTK", python="3.6",
                                 library_aliases=(("libmpi.so.12", "libmpi.so.40"), ("libmpi_cxx.so.1", "libmpi_cxx.so.40")),
                                 gpu_builds=("cntk-cuda10.txt",), framework_module="cntk")),
+    # Keras 2.3, the last Keras with backends other than TensorFlow, runs in its backends' environments
+    Framework("keras2", "Keras 2", "Keras2", (Variant("cntk", "cntk", (("backend", "cntk"),), packages=("keras",)),),
+              not_equivalent={"inference": KERAS_APPLICATIONS_V1}, modules=("keras",)),
 )
 # Every environment: the runner's, then those the frameworks bring, in table order.
 ENVIRONMENTS: dict[str, Environment] = {

@@ -23,6 +23,9 @@ EXPECTED_UNSUPPORTED = {
     ("CNTK", None, "compile"): "static graph",
     ("CNTK", None, "bf16"): "no bfloat16",
     ("CNTK", None, "fp16"): "GPU",
+    ("Keras 2", "cntk", "compile"): "static graph",
+    ("Keras 2", "cntk", "bf16"): "no mixed precision",
+    ("Keras 2", "cntk", "fp16"): "no mixed precision",
 }
 
 # frameworks whose compiled mode compiles inside the first epoch (reported apart), not ahead of it
