@@ -1,5 +1,5 @@
 """Keras 2.3: the device, the precision policy and the record's facts, through the module of the backend it runs on
-(CNTK here; Keras 2.3 was the last release with backends other than TensorFlow). Python 3.6 and up."""
+(CNTK or Theano; Keras 2.3 was the last release with backends other than TensorFlow). Python 3.6 and up."""
 
 import importlib
 
@@ -9,10 +9,10 @@ from common import variants
 
 NAME = "Keras 2"
 # Keras' backend name -> the module of this package that knows that framework
-BACKEND_MODULES = {"cntk": "cntk"}
-# the image layout each backend computes in natively: channels first (N, C, H, W) for CNTK, as the seed benchmark
-# found, so that Keras does not transpose every convolution's input and output
-IMAGE_DATA_FORMATS = {"cntk": "channels_first"}
+BACKEND_MODULES = {"cntk": "cntk", "theano": "theano"}
+# the image layout each backend computes in natively: channels first (N, C, H, W) for CNTK and Theano, as the seed
+# benchmark found, so that Keras does not transpose every convolution's input and output
+IMAGE_DATA_FORMATS = {"cntk": "channels_first", "theano": "channels_first"}
 
 
 def backend_module():
@@ -26,7 +26,7 @@ def choose_device(device):
 
 
 def image_data_format():
-    """Set and return the backend's native image layout (IMAGE_DATA_FORMATS): "channels_first" on CNTK."""
+    """Set and return the backend's native image layout (IMAGE_DATA_FORMATS): "channels_first" on CNTK and Theano."""
     layout = IMAGE_DATA_FORMATS[keras.backend.backend()]
     keras.backend.set_image_data_format(layout)
     return layout

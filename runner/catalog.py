@@ -24,7 +24,7 @@ class Environment:
     name: str
     display_name: str
     python: Optional[str] = None  # "3.6" etc.; None: the interpreter that runs the setup
-    kernel_env: tuple[tuple[str, str], ...] = ()  # extra environment variables of the kernel
+    kernel_env: tuple[tuple[str, str], ...] = ()  # extra environment variables of the kernel; "{env}": its folder
     # shared-library aliases the kernel needs, (name wanted, name provided): see envs/<name>-debian.txt
     library_aliases: tuple[tuple[str, str], ...] = ()
     # the builds that can use an NVIDIA GPU, in order of preference: requirements files under envs/, each
@@ -177,9 +177,14 @@ FRAMEWORKS: tuple[Framework, ...] = (
         environment=Environment("cntk", "Rosetta: CNTK", python="3.6",
                                 library_aliases=(("libmpi.so.12", "libmpi.so.40"), ("libmpi_cxx.so.1", "libmpi_cxx.so.40")),
                                 gpu_builds=("cntk-cuda10.txt",), framework_module="cntk")),
-    # Keras 2.3, the last Keras with backends other than TensorFlow, runs in its backends' environments
-    Framework("keras2", "Keras 2", "Keras2", (Variant("cntk", "cntk", (("backend", "cntk"),), packages=("keras",)),),
-              not_equivalent={"inference": KERAS_APPLICATIONS_V1}, modules=("keras",)),
+    # Keras 2.3, the last Keras with backends other than TensorFlow, runs in its backends' environments; it brings
+    # Theano's: Python 3.8, float32 as Theano's floatX, its compiled C modules kept inside the environment
+    Framework("keras2", "Keras 2", "Keras2", (
+        Variant("cntk", "cntk", (("backend", "cntk"),), packages=("keras",)),
+        Variant("theano", "theano", (("backend", "theano"),), packages=("keras",)),
+    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, modules=("keras",),
+        environment=Environment("theano", "Rosetta: Theano", python="3.8", framework_module="theano",
+                                kernel_env=(("THEANO_FLAGS", "floatX=float32,base_compiledir={env}/theano-compiledir"),))),
 )
 # Every environment: the runner's, then those the frameworks bring, in table order.
 ENVIRONMENTS: dict[str, Environment] = {

@@ -169,7 +169,7 @@ def write_kernel_spec(env):
 
 def kernel_environment(env):
     """The variables a kernel (or probe) of `env` runs with: how it was built, and what it needs to find."""
-    environ = dict(env.kernel_env)
+    environ = {name: value.replace("{env}", str(env.path)) for name, value in env.kernel_env}
     label = build_label(env)
     if label:
         environ[BUILD_VARIABLE] = label

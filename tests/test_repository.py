@@ -99,7 +99,8 @@ def test_common_imports_no_framework():
 
 
 # What a module of frameworks/ may import besides the standard library, `common` and frameworks.probe: its own
-# framework's modules (the registry's `modules`), and these.
+# framework's modules (the registry's `modules`; a backend that is no framework of its own, such as Theano under
+# Keras 2, its own package), and these.
 EXTRA_IMPORTS = {"chainer": {"cupy"}, "cntk": {"numpy"}}
 
 
@@ -108,7 +109,9 @@ def allowed_imports(module):
     if module in ("probe", "__init__"):
         return set()
     own = {f.key: set(f.modules) for f in catalog.FRAMEWORKS}
-    assert module in own, "frameworks/{}.py is not named after a framework of the registry".format(module)
+    backends = {env.framework_module for env in catalog.ENVIRONMENTS.values() if env.framework_module}
+    own.update({name: {name} for name in backends - set(own)})
+    assert module in own, "frameworks/{}.py is not named after a framework or environment of the registry".format(module)
     return own[module] | EXTRA_IMPORTS.get(module, set())
 
 

@@ -136,7 +136,7 @@ def test_report_rebuilds_from_a_results_folder(fixture_catalog, tmp_path, capsys
     (["--set", "lr=abc"], "hyperparameter lr='abc' for task cnn: must be a number >= 0.0"),
     (["-p", "full", "--set", "epochs=1.5"], "hyperparameter epochs=1.5 for task cnn: must be an integer >= 1"),
     (["-t", "inference", "--set", "image_size=64"], "image_size=64 for task inference: must be an integer >= 96"),
-    (["setup", "theano"], "unknown environment theano"),
+    (["setup", "nosuchenv"], "unknown environment nosuchenv"),
     (["setup", "--gpu", "--cpu"], "--gpu and --cpu exclude each other"),
     (["--gpu", "--cpu"], "--gpu and --cpu exclude each other"),
     (["setup", "--wheels", "/nonexistent/wheels"], "--wheels: no such folder"),

@@ -26,6 +26,9 @@ EXPECTED_UNSUPPORTED = {
     ("Keras 2", "cntk", "compile"): "static graph",
     ("Keras 2", "cntk", "bf16"): "no mixed precision",
     ("Keras 2", "cntk", "fp16"): "no mixed precision",
+    ("Keras 2", "theano", "compile"): "compiles every function",
+    ("Keras 2", "theano", "bf16"): "no mixed precision",
+    ("Keras 2", "theano", "fp16"): "no mixed precision",
 }
 
 # frameworks whose compiled mode compiles inside the first epoch (reported apart), not ahead of it
