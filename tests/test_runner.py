@@ -322,6 +322,28 @@ def test_cntk_kernel_finds_openmpi_under_its_old_names():
     assert out.returncode == 0 and out.stdout.strip() == "2.7", out.stderr[-2000:]
 
 
+
+def test_a_kernel_variable_names_its_environment_s_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path)
+    env = catalog.Environment("toy", "Toy", kernel_env=(("CACHE", "dir={env}/cache,mode=1"), ("PLAIN", "1")))
+    environ = environments.kernel_environment(env)
+    assert (environ["CACHE"], environ["PLAIN"]) == ("dir={}/cache,mode=1".format(tmp_path / "toy"), "1")
+
+
+def test_theano_kernel_computes_in_float32_and_compiles_inside_its_environment():
+    env = catalog.ENVIRONMENTS["theano"]
+    if not environments.is_ready(env):
+        pytest.skip("environment theano is not built here")
+    spec = json.loads(environments.kernel_spec_path(env).read_text())
+    code = "import theano; print(theano.config.floatX, theano.config.compiledir)"
+    import subprocess
+
+    out = subprocess.run([str(env.python_path), "-W", "ignore", "-c", code], capture_output=True, text=True,
+                         env=dict(__import__("os").environ, **spec["env"]))
+    floatx, compiledir = out.stdout.split()
+    assert out.returncode == 0 and floatx == "float32", out.stderr[-2000:]
+    assert compiledir.startswith(str(env.path / "theano-compiledir"))
+
 TWO_RUNS = (catalog.Framework("ok", "OK", "OK", (catalog.Variant("a", "runner"), catalog.Variant("b", "runner"),
                                                 catalog.Variant("c", "runner"))),)
 
