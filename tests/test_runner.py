@@ -309,18 +309,23 @@ def test_missing_libraries_without_apt_say_what_to_install(tmp_path, monkeypatch
             environments.provide_libraries(env, log, say=lambda line: None, heartbeat=60)
 
 
-def test_cntk_kernel_finds_openmpi_under_its_old_names():
-    env = catalog.ENVIRONMENTS["cntk"]
-    if not environments.is_ready(env):
-        pytest.skip("environment cntk is not built here")
-    spec = json.loads(environments.kernel_spec_path(env).read_text())
-    code = "import ctypes; ctypes.CDLL('libmpi.so.12'); ctypes.CDLL('libmpi_cxx.so.1'); import cntk; print(cntk.__version__)"
+def run_in_kernel(name, code):
+    """Run `code` in environment `name`'s interpreter with its kernel spec's variables (skip where it is not built)."""
+    import os
     import subprocess
 
-    out = subprocess.run([str(env.python_path), "-W", "ignore", "-c", code], capture_output=True, text=True,
-                         env=dict(__import__("os").environ, **spec["env"]))
-    assert out.returncode == 0 and out.stdout.strip() == "2.7", out.stderr[-2000:]
+    env = catalog.ENVIRONMENTS[name]
+    if not environments.is_ready(env):
+        pytest.skip("environment {} is not built here".format(name))
+    spec = json.loads(environments.kernel_spec_path(env).read_text())
+    return subprocess.run([str(env.python_path), "-W", "ignore", "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, **spec["env"]))
 
+
+def test_cntk_kernel_finds_openmpi_under_its_old_names():
+    code = "import ctypes; ctypes.CDLL('libmpi.so.12'); ctypes.CDLL('libmpi_cxx.so.1'); import cntk; print(cntk.__version__)"
+    out = run_in_kernel("cntk", code)
+    assert out.returncode == 0 and out.stdout.strip() == "2.7", out.stderr[-2000:]
 
 
 def test_a_kernel_variable_names_its_environment_s_folder(tmp_path, monkeypatch):
@@ -331,18 +336,11 @@ def test_a_kernel_variable_names_its_environment_s_folder(tmp_path, monkeypatch)
 
 
 def test_theano_kernel_computes_in_float32_and_compiles_inside_its_environment():
-    env = catalog.ENVIRONMENTS["theano"]
-    if not environments.is_ready(env):
-        pytest.skip("environment theano is not built here")
-    spec = json.loads(environments.kernel_spec_path(env).read_text())
-    code = "import theano; print(theano.config.floatX, theano.config.compiledir)"
-    import subprocess
-
-    out = subprocess.run([str(env.python_path), "-W", "ignore", "-c", code], capture_output=True, text=True,
-                         env=dict(__import__("os").environ, **spec["env"]))
+    out = run_in_kernel("theano", "import theano; print(theano.config.floatX, theano.config.compiledir)")
     floatx, compiledir = out.stdout.split()
     assert out.returncode == 0 and floatx == "float32", out.stderr[-2000:]
-    assert compiledir.startswith(str(env.path / "theano-compiledir"))
+    assert compiledir.startswith(str(catalog.ENVIRONMENTS["theano"].path / "theano-compiledir"))
+
 
 TWO_RUNS = (catalog.Framework("ok", "OK", "OK", (catalog.Variant("a", "runner"), catalog.Variant("b", "runner"),
                                                 catalog.Variant("c", "runner"))),)
