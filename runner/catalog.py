@@ -185,6 +185,11 @@ FRAMEWORKS: tuple[Framework, ...] = (
     ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, modules=("keras",),
         environment=Environment("theano", "Rosetta: Theano", python="3.8", framework_module="theano",
                                 kernel_env=(("THEANO_FLAGS", "floatX=float32,base_compiledir={env}/theano-compiledir"),))),
+    # Lasagne 0.1, layers over Theano's symbolic graphs, in the Theano environment that Keras 2 brings
+    Framework("lasagne", "Lasagne", "Lasagne", (Variant(None, "theano", packages=("lasagne",)),),
+              modules=("lasagne", "theano"), not_equivalent={
+        "rnn": "Lasagne's GRULayer has one bias per gate, on the input side: the new gate's recurrent bias (inside the "
+               "reset product) has no place"}),
 )
 # Every environment: the runner's, then those the frameworks bring, in table order.
 ENVIRONMENTS: dict[str, Environment] = {

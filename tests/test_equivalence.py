@@ -66,9 +66,11 @@ def test_the_verdicts_read_as_the_table_shows_them():
     assert equivalence.verdict({"error": "JAX_RNN failed: boom"}) == "check failed: JAX_RNN failed: boom"
 
 
-def test_flax_gru_is_the_reference_once_the_bias_it_lacks_is_zero(references, tmp_path):
-    """JAX's RNN differs only by the recurrent bias of the new gate: with it zero, the logits agree."""
-    job = catalog.select(["jax"], ["rnn"])[0]
+@pytest.mark.parametrize("framework", ["jax", "lasagne"])
+def test_a_gru_without_the_new_gate_s_recurrent_bias_is_the_reference_once_it_is_zero(framework, references, tmp_path):
+    """Flax's GRUCell and Lasagne's GRULayer differ from the reference only by the recurrent bias of the new gate (inside
+    the reset product), which they have no place for: with it zero, the logits agree."""
+    job = catalog.select([framework], ["rnn"])[0]
     require_environment(job.environment)
     overrides = equivalence.forward_overrides("rnn")
     params = equivalence.params_for("rnn", overrides)

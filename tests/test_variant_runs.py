@@ -29,6 +29,9 @@ EXPECTED_UNSUPPORTED = {
     ("Keras 2", "theano", "compile"): "compiles every function",
     ("Keras 2", "theano", "bf16"): "no mixed precision",
     ("Keras 2", "theano", "fp16"): "no mixed precision",
+    ("Lasagne", None, "compile"): "compiles every function",
+    ("Lasagne", None, "bf16"): "no bfloat16",
+    ("Lasagne", None, "fp16"): "GPU back end",
 }
 
 # frameworks whose compiled mode compiles inside the first epoch (reported apart), not ahead of it
