@@ -190,6 +190,11 @@ FRAMEWORKS: tuple[Framework, ...] = (
               modules=("lasagne", "theano"), not_equivalent={
         "rnn": "Lasagne's GRULayer has one bias per gate, on the input side: the new gate's recurrent bias (inside the "
                "reset product) has no place"}),
+    # Caffe2, merged into PyTorch in 2018: its Python API as the torch 1.10.2 wheel ships it (the last that works), on
+    # Python 3.9; the wheel is a CUDA 10.2 build that also runs on the CPU, so caffe2.txt serves both
+    Framework("caffe2", "Caffe2", "Caffe2", (Variant(None, "caffe2"),), modules=("caffe2", "torch"),
+              environment=Environment("caffe2", "Rosetta: Caffe2", python="3.9", gpu_builds=("caffe2.txt",),
+                                      framework_module="caffe2")),
 )
 # Every environment: the runner's, then those the frameworks bring, in table order.
 ENVIRONMENTS: dict[str, Environment] = {

@@ -60,6 +60,8 @@ def test_h100_with_driver_580():
                                       "HBM3 is compute capability 9.0; the wheels carry machine code for 3.0 to 7.5")
     assert decided["chainer"].startswith("unavailable on this GPU: no GPU build: Chainer 7.8 computes on GPUs through "
                                          "CuPy 7")
+    assert decided["caffe2"].startswith("unavailable on this GPU: caffe2.txt (CUDA 10.2): this NVIDIA H100 80GB HBM3 "
+                                        "is compute capability 9.0; the wheels carry machine code for 3.7 to 7.0")
 
 
 def test_a100_with_driver_535_gets_the_cuda_12_builds():

@@ -32,6 +32,9 @@ EXPECTED_UNSUPPORTED = {
     ("Lasagne", None, "compile"): "compiles every function",
     ("Lasagne", None, "bf16"): "no bfloat16",
     ("Lasagne", None, "fp16"): "GPU back end",
+    ("Caffe2", None, "compile"): "static graph",
+    ("Caffe2", None, "bf16"): "no bfloat16",
+    ("Caffe2", None, "fp16"): "CUDA ones",
 }
 
 # frameworks whose compiled mode compiles inside the first epoch (reported apart), not ahead of it

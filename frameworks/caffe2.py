@@ -1,0 +1,105 @@
+"""Caffe2 (caffe2.python from the torch 1.10.2 wheel, its last working release): the device, the precision policy,
+the record's facts, and the fix that makes its Adam count steps as PyTorch's does, for every Caffe2 notebook.
+Python 3.9, in the caffe2 environment."""
+
+import torch
+from caffe2.proto import caffe2_pb2
+from caffe2.python import core, workspace
+
+from common import environment, gpu, results, variants
+from frameworks.probe import check_gpu
+
+# Caffe2's C++ logging (glog): level 3 keeps its start-up notes out of the notebook (level 2 still prints that the
+# wheel was built without AVX2); errors still raise in Python.
+workspace.GlobalInit(["caffe2", "--caffe2_log_level=3"])
+
+NAME = "Caffe2"
+VERSION = torch.__version__.split("+")[0]  # Caffe2 has no version of its own: the torch wheel's
+# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
+chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
+
+
+def gpu_names():
+    """The GPUs Caffe2 sees, named by the CUDA driver."""
+    count = workspace.NumCudaDevices() if workspace.has_cuda_support else 0  # the GPU module loaded, GPUs found
+    names = [d["name"] for d in gpu.cuda_devices()]
+    return [names[i] if i < len(names) else "cuda:{}".format(i) for i in range(count)]
+
+
+def why_no_gpu():
+    """Why Caffe2 sees no GPU: the wheel's CUDA 10.2 build finds none it can use."""
+    return ("Caffe2 (torch {}, CUDA {}) sees no GPU it can use: its kernels are for compute capability 3.7 to "
+            "7.0".format(torch.__version__, torch.version.cuda))
+
+
+def choose_device(device, seed=0):
+    """A DeviceOption for the notebook's `device` parameter: GPU 0 where Caffe2 can use one, else the CPU
+    (device="cuda" without a usable GPU raises DeviceError). Its random_seed seeds every initialiser and dropout
+    mask of the operators built under it."""
+    kind, chosen["note"] = environment.choose_device(device, NAME, gpu_names(), why_no_gpu)
+    # no GPU peak-memory counter to register (common/memory.py): Caffe2's allocator keeps no peak
+    return core.DeviceOption(caffe2_pb2.CUDA if kind == "gpu" else caffe2_pb2.CPU, 0, random_seed=seed)
+
+
+def set_variant(dev, precision="auto", compile_mode="default"):
+    """The run's variant (common/variants.py); returns the precision computed in ("fp32": CUDA 10.2 predates TF32),
+    or raises Unsupported before anything is built."""
+    on_gpu = dev.device_type == caffe2_pb2.CUDA
+    float32 = variants.float32_mode(NAME, precision, False, "Caffe2 (built for CUDA 10.2)")
+    variants.check(precision, compile_mode)
+    if precision == "bf16":
+        variants.refuse(NAME, "precision", precision, "Caffe2 has no bfloat16 operators")
+    if precision == "fp16" and not on_gpu:
+        variants.refuse(NAME, "precision", precision, "Caffe2's float16 operators (FloatToHalf, float16 convolutions "
+                                                      "and FC) are CUDA ones")
+    if precision == "fp16":
+        variants.refuse(NAME, "precision", precision, "not written: Caffe2 trains in float16 through hand-placed "
+                                                      "casts and float32 master weights, with no loss scaling of its "
+                                                      "own, and no GPU it runs on has been lent to check it")
+    if compile_mode == "on":
+        variants.refuse(NAME, "compile_mode", compile_mode, "Caffe2 runs every net as a static graph of operators, "
+                                                          "with no further compiler: the default row is the compiled "
+                                                          "one")
+    return variants.note_choice(chosen, precision, float32, compile_mode)
+
+
+def count_steps_from_one(model):
+    """Make Caffe2's Adam (optimizer.build_adam) count its first step as step 1, as PyTorch's and the paper's do.
+
+    build_adam puts the step counter's increment (AtomicIter) before the update in the training net, so the first
+    update already reads 2 and its bias correction is that of a second step: a first step of about 0.74 lr where
+    Adam takes lr. Moved to the end of the net, the counter reads t at step t. (At learning rate 0 build_adam adds
+    no update and no counter: nothing to move.)"""
+    ops = model.net.Proto().op
+    counters = [i for i, op in enumerate(ops) if op.type == "AtomicIter"]
+    assert len(counters) <= 1, "one optimizer's counter expected, found {}".format(len(counters))
+    for counter in counters:
+        ops.append(ops.pop(counter))
+
+
+def start_record(task, profile, params, dev):
+    """A new result record with the device and the environment facts: the torch wheel's version, its BLAS and
+    oneDNN, its CUDA and cuDNN on a GPU."""
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
+                                compile_mode=chosen["compile"])
+    on_gpu = dev.device_type == caffe2_pb2.CUDA
+    record["device"] = "cuda:{}".format(dev.device_id) if on_gpu else "cpu"
+    build = workspace.C.get_build_options()
+    record["environment"] = environment.facts(
+        NAME, VERSION, record["device"], gpus=gpu_names() if on_gpu else [],
+        cuda=torch.version.cuda if on_gpu else None,
+        cudnn=str(torch.backends.cudnn.version()) if on_gpu else None,
+        threads=environment.usable_cores(), precision=chosen["precision"], gpu_unused=chosen["note"],
+        extra={"torch": torch.__version__, "blas": build.get("BLAS_INFO"), "mkldnn": build.get("USE_MKLDNN")})
+    return record
+
+
+def probe():
+    """For the runner after a build: Caffe2's version, its GPUs, and a matrix product on the first one."""
+    def matrix_product():
+        gpu0 = core.DeviceOption(caffe2_pb2.CUDA, 0)
+        workspace.FeedBlob("probe_x", torch.ones(64, 64).numpy(), device_option=gpu0)
+        workspace.RunOperatorOnce(core.CreateOperator("MatMul", ["probe_x", "probe_x"], ["probe_y"], device_option=gpu0))
+        return workspace.FetchBlob("probe_y").sum()
+
+    return check_gpu(NAME, VERSION, gpu_names(), why_no_gpu, matrix_product)
