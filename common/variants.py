@@ -6,6 +6,7 @@ where the framework or the device has no such mode, so that a row never runs som
 the variant's name. Standard library only: notebooks import this on Python 3.6.
 """
 
+import contextlib
 from collections import OrderedDict
 
 # precision -> what it means; "auto" is the project's float32 policy (common/environment.py)
@@ -40,6 +41,16 @@ def check(precision, compile_mode):
 def refuse(framework, option, value, why):
     """Raise Unsupported: '<framework> cannot run <option>=<value>: <why>'."""
     raise Unsupported("{} cannot run {}={}: {}".format(framework, option, value, why))
+
+
+@contextlib.contextmanager
+def refused_as(framework):
+    """Inside it, a backend's Unsupported becomes `framework`'s: '<framework> on <backend> cannot run ...' (Keras 2
+    and Lasagne, whose rows refuse what the framework they run on refuses)."""
+    try:
+        yield
+    except Unsupported as refusal:
+        raise Unsupported("{} on {}".format(framework, refusal)) from None
 
 
 def float32_mode(framework, precision, tf32_available, device_name):

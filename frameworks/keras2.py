@@ -41,11 +41,8 @@ def set_variant(dev, precision="auto", compile_mode="default"):
         variants.refuse(NAME, "precision", precision, "Keras 2.3 has no mixed precision: its floatx is one type for "
                                                       "weights and computation, without float32 master weights or "
                                                       "loss scaling (Keras 2.4 and later run on TensorFlow only)")
-    backend = backend_module()
-    try:
-        return backend.set_variant(dev, precision, compile_mode)
-    except variants.Unsupported as refusal:  # the row is Keras 2's: "Keras 2 on CNTK cannot run ..."
-        raise variants.Unsupported("{} on {}".format(NAME, refusal)) from None
+    with variants.refused_as(NAME):  # the row is Keras 2's: "Keras 2 on CNTK cannot run ..."
+        return backend_module().set_variant(dev, precision, compile_mode)
 
 
 def start_record(task, profile, params, dev):

@@ -47,10 +47,8 @@ def choose_device(device):
 def set_variant(dev, precision="auto", compile_mode="default"):
     """The run's variant (common/variants.py); returns the precision computed in ("fp32"), or raises Unsupported with
     Theano's reason before anything is built: Lasagne adds no precision or compiler of its own."""
-    try:
+    with variants.refused_as(NAME):  # the row is Lasagne's: "Lasagne on Theano cannot run ..."
         return backend.set_variant(dev, precision, compile_mode)
-    except variants.Unsupported as refusal:  # the row is Lasagne's: "Lasagne on Theano cannot run ..."
-        raise variants.Unsupported("{} on {}".format(NAME, refusal)) from None
 
 
 def start_record(task, profile, params, dev):

@@ -40,3 +40,12 @@ def test_labels_and_file_suffixes_name_only_what_is_not_the_default():
     assert results.label("PyTorch") == "PyTorch"
     old = {"framework": "MXNet", "variant": None}  # a record from before variants: the default run
     assert results.row_label(old) == "MXNet"
+
+
+def test_a_backend_s_refusal_is_reworded_as_the_framework_s_that_runs_on_it():
+    with pytest.raises(variants.Unsupported) as refused:
+        with variants.refused_as("Keras 2"):
+            variants.refuse("Theano", "precision", "bf16", "no bfloat16")
+    assert str(refused.value) == "Keras 2 on Theano cannot run precision=bf16: no bfloat16"
+    with variants.refused_as("Keras 2"):
+        pass  # nothing refused: nothing raised
