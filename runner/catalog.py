@@ -27,6 +27,10 @@ class Environment:
     kernel_env: tuple[tuple[str, str], ...] = ()  # extra environment variables of the kernel; "{env}": its folder
     # shared-library aliases the kernel needs, (name wanted, name provided): see envs/<name>-debian.txt
     library_aliases: tuple[tuple[str, str], ...] = ()
+    # libraries compiled at setup from C sources under envs/ (name, source): stand-ins for a library the framework
+    # links but does not call in any notebook, where the real one would bring in far more than it is worth
+    stand_in_libraries: tuple[tuple[str, str], ...] = ()
+    python_shared: bool = False  # needs an interpreter built with --enable-shared (libpythonX.Y.so), e.g. for Boost.Python
     # the builds that can use an NVIDIA GPU, in order of preference: requirements files under envs/, each
     # stating in its `# gpu-...:` lines what its wheels need (runner/compatibility.py reads them)
     gpu_builds: tuple[str, ...] = ()
@@ -190,11 +194,37 @@ FRAMEWORKS: tuple[Framework, ...] = (
               modules=("lasagne", "theano"), not_equivalent={
         "rnn": "Lasagne's GRULayer has one bias per gate, on the input side: the new gate's recurrent bias (inside the "
                "reset product) has no place"}),
+    # BVLC Caffe 1.0, Debian 11's CPU build with its libraries extracted from bullseye (envs/caffe-debian.txt), on a
+    # Python 3.9 with libpython3.9.so for Debian's Boost.Python; OpenBLAS as its libblas.so.3; a stand-in for the
+    # OpenCV library it links and no notebook calls; glog at level 2, else Caffe logs every layer it builds
+    Framework("caffe", "Caffe", "Caffe", (Variant(None, "caffe"),), modules=("caffe",),
+              environment=Environment("caffe", "Rosetta: Caffe", python="3.9", python_shared=True,
+                                      kernel_env=(("GLOG_minloglevel", "2"),),
+                                      library_aliases=(("libblas.so.3", "libblas.so.3"),
+                                                       ("libopenblas.so.0", "libopenblas.so.0")),
+                                      stand_in_libraries=(("libopencv_imgcodecs.so.4.5", "caffe-imgcodecs.c"),),
+                                      framework_module="caffe")),
     # Caffe2, merged into PyTorch in 2018: its Python API as the torch 1.10.2 wheel ships it (the last that works), on
     # Python 3.9; the wheel is a CUDA 10.2 build that also runs on the CPU, so caffe2.txt serves both
     Framework("caffe2", "Caffe2", "Caffe2", (Variant(None, "caffe2"),), modules=("caffe2", "torch"),
               environment=Environment("caffe2", "Rosetta: Caffe2", python="3.9", gpu_builds=("caffe2.txt",),
                                       framework_module="caffe2")),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class AbsentFramework:
+    """A framework the seeds compare that no package source reachable here provides: its rows say why."""
+
+    key: str
+    label: str
+    reason: str
+
+
+ABSENT: tuple[AbsentFramework, ...] = (
+    AbsentFramework("nvcaffe", "NVCaffe", "absent: NVIDIA's Caffe fork (NVCaffe, in the seeds' Alibaba tests) was "
+                    "published as source on GitHub and in NVIDIA's NGC containers, never on PyPI or in Debian, and "
+                    "neither GitHub nor NGC can be reached from the machines this project runs on"),
 )
 # Every environment: the runner's, then those the frameworks bring, in table order.
 ENVIRONMENTS: dict[str, Environment] = {
@@ -212,18 +242,20 @@ def framework_keys():
 
 
 def select(frameworks=None, task_keys=None):
-    """Return the jobs for the named frameworks and tasks (all when None), raising SelectionError on unknown names."""
+    """Return the jobs for the named frameworks and tasks (all when None), raising SelectionError on unknown names.
+    An absent framework (ABSENT) is a known name with no jobs: absent_selected() names it."""
     known_tasks = list(tasks.TASKS)
     chosen = task_keys or known_tasks
     unknown = [t for t in chosen if t not in tasks.TASKS]
     if unknown:
         raise SelectionError("unknown task {}; known tasks: {}".format(", ".join(unknown), ", ".join(known_tasks)))
     by_key = {f.key: f for f in FRAMEWORKS}
-    keys = frameworks or framework_keys()
+    keys = [k for k in frameworks or framework_keys() if k.lower() not in {a.key for a in ABSENT}]
     unknown = [k for k in keys if k.lower() not in by_key]
     if unknown:
         raise SelectionError(
-            "unknown framework {}; known frameworks: {}".format(", ".join(unknown), ", ".join(framework_keys()))
+            "unknown framework {}; known frameworks: {}".format(", ".join(unknown), ", ".join(
+                framework_keys() + [a.key for a in ABSENT]))
         )
     return [
         Job(by_key[key.lower()], variant, task)
@@ -231,6 +263,12 @@ def select(frameworks=None, task_keys=None):
         for variant in by_key[key.lower()].variants
         for task in chosen
     ]
+
+
+def absent_selected(frameworks=None):
+    """The absent frameworks among the named ones (all of them when None), whose rows the run writes with the reason."""
+    keys = [k.lower() for k in frameworks or [a.key for a in ABSENT]]
+    return [a for a in ABSENT if a.key in keys]
 
 
 def expand(jobs, precisions=("auto",), compile_modes=("default",), sweep=None):

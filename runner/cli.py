@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -347,6 +348,8 @@ def list_catalog():
         for variant in framework.variants:
             print("  {:12s} {:20s} env {}".format(framework.key, results.label(framework.label, variant.name),
                                                   variant.env))
+    for absent in catalog.ABSENT:
+        print("  {:12s} {:20s} {}".format(absent.key, absent.label, textwrap.shorten(absent.reason, 90)))
     print("Tasks: " + ", ".join(tasks.TASKS))
     print("Profiles: " + ", ".join(hyperparams.PROFILES))
     print("Environments (.envs/; `setup ENV --python PATH` adopts an existing interpreter instead):")
@@ -439,11 +442,13 @@ def test(args):
     """Build every environment the tests use, then run pytest (which also runs ruff) in the runner environment.
 
     Tests keep whatever builds are there (GPU builds run their smoke tests on the GPU) and build CPU ones
-    where none is. An environment whose Python this machine lacks does not stop the tests: its smoke tests
-    are skipped with that reason. Any other build failure does.
+    where none is. An environment needing what this machine lacks (a Python, a tool, a package source:
+    MachineLacks) does not stop the tests: its smoke tests are skipped with that reason. Any other build
+    failure does.
     """
     failed, _ = build_environments([], compatibility.detect(), device="cpu")
-    if any(not isinstance(error, environments.PythonMissing) for error in failed.values()):
+    os.environ[environments.UNAVAILABLE_VARIABLE] = json.dumps({name: str(error) for name, error in failed.items()})
+    if any(not isinstance(error, environments.MachineLacks) for error in failed.values()):
         print("run_all.py: error: an environment could not be built; the tests need all of them", file=sys.stderr)
         return 1
     try:
@@ -645,6 +650,11 @@ def run(args):
             print("[{}/{} {}] {}: {} after {:.0f} s; {}".format(
                 number, len(jobs), _clock(time.time() - started), job.stem, record["status"].upper(),
                 record.get("duration_s") or 0, outcome))
+        for absent in catalog.absent_selected(args.frameworks):  # a row per task that says why it cannot run
+            for task in args.tasks or list(tasks.TASKS):
+                record = results.failure_record(absent.label, task, args.profile, "unavailable", absent.reason)
+                results.write_result(str(run_dir / "{}_{}{}".format(absent.label, tasks.TASKS[task].notebook,
+                                                                    execution.RECORD_SUFFIX)), record, "unavailable")
         checked = run_dir / equivalence.EQUIVALENCE_DIR / equivalence.RESULT_FILE
         if not args.no_equivalence and not checked.exists():
             check_equivalence([job for job in args.jobs if job.variant.env not in unavailable], run_dir)  # default runs

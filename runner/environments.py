@@ -22,6 +22,8 @@ from runner import catalog
 
 STAMP = "rosetta-stamp.json"
 PTH_FILE = "rosetta-repo.pth"  # puts the repository on sys.path, so notebooks import `common` and `frameworks`
+DEBIAN_PTH_FILE = "rosetta-debian.pth"  # puts the extracted Debian packages' Python modules on sys.path
+UNAVAILABLE_VARIABLE = "ROSETTA_UNAVAILABLE"  # for pytest: {environment: why this machine cannot build it}, JSON
 BUILD_VARIABLE = "ROSETTA_BUILD"  # common.environment.BUILD_VARIABLE: the kernel tells the record how it was built
 WHEELS_VARIABLE = "ROSETTA_WHEELS"  # a folder of wheels to install from instead of a package index
 PROBE_PREFIX = "ROSETTA-PROBE "  # frameworks.probe.PREFIX
@@ -33,14 +35,21 @@ class SetupError(RuntimeError):
     """An environment could not be built; the message says what to do."""
 
 
-class PythonMissing(SetupError):
+class MachineLacks(SetupError):
+    """An environment needs something this machine does not have or cannot reach (a Python, a tool, a package
+    source): its rows say `unavailable` with the reason, and the tests skip its notebooks with it."""
+
+
+class PythonMissing(MachineLacks):
     """An environment needs a Python version that this machine does not have."""
 
 
-def find_python(version):
-    """Return a Python interpreter of `version` ("3.6"): $ROSETTA_PYTHON36, on PATH, under pyenv or conda; else None."""
+def find_python(version, shared=False):
+    """Return a Python interpreter of `version` ("3.6"): $ROSETTA_PYTHON36, on PATH, under pyenv or conda; else None.
+    With `shared`, only one built with --enable-shared (whose libpythonX.Y.so other libraries can link)."""
     if version is None:
         return sys.executable
+    check = "import sys, sysconfig; print('%d.%d' % sys.version_info[:2], sysconfig.get_config_var('Py_ENABLE_SHARED'))"
     candidates = [os.environ.get(python_variable(version)), shutil.which("python" + version)]
     roots = [os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv")), os.environ.get("CONDA_PREFIX", "")]
     for root in filter(None, roots):
@@ -48,11 +57,11 @@ def find_python(version):
         candidates += sorted(glob.glob(os.path.join(root, "envs", "*", "bin", "python" + version)))
     for candidate in filter(None, candidates):
         try:
-            out = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                 capture_output=True, text=True, timeout=30)
+            out = subprocess.run([candidate, "-c", check], capture_output=True, text=True, timeout=30)
         except OSError:
             continue
-        if out.returncode == 0 and out.stdout.strip() == version:
+        found, enable_shared = (out.stdout.split() + ["", ""])[:2]
+        if out.returncode == 0 and found == version and (enable_shared == "1" or not shared):
             return candidate
     return None
 
@@ -63,9 +72,14 @@ def python_variable(version):
 
 
 def recipe(env, requirements):
-    """The bytes an environment is built from: its build tools, the requirements file, its Debian packages."""
+    """The bytes an environment is built from: its build tools, the requirements file, its Debian packages, and the
+    library links and stand-ins (with their sources) the setup makes."""
     parts = [env.build_requirements, requirements, env.debian_packages]
-    return b"".join(path.read_bytes() for path in parts if path)
+    parts += [catalog.REQUIREMENTS_DIR / source for _, source in env.stand_in_libraries]
+    built = b"".join(path.read_bytes() for path in parts if path)
+    if needs_libraries(env):  # what the setup links and compiles is part of what it built
+        built += repr((env.library_aliases, env.stand_in_libraries)).encode()
+    return built
 
 
 def python_version(python):
@@ -175,7 +189,7 @@ def kernel_environment(env):
         environ[BUILD_VARIABLE] = label
     if is_adopted(env):  # no .pth file in someone else's interpreter: the repository goes on PYTHONPATH
         environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(catalog.REPO), os.environ.get("PYTHONPATH", "")]))
-    if env.library_aliases:  # the aliases' folder, then extracted Debian libraries, then what the setup saw
+    if needs_libraries(env):  # the aliases' folder, then extracted Debian libraries, then what the setup saw
         folders = [str(path) for path in library_folders(env)] + [os.environ.get("LD_LIBRARY_PATH", "")]
         environ["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, folders))
     return environ
@@ -258,10 +272,10 @@ def _ensure(env, requirements, say, heartbeat, wheels):
         say("[setup] {}: ready ({})".format(env.name, what))
         return False
     requirements = Path(requirements) if requirements is not None else env.requirements
-    python = find_python(env.python)
+    python = find_python(env.python, env.python_shared)
     if python is None:
-        raise PythonMissing("needs Python {}: none found on PATH, under pyenv or conda (or set {} to one)".format(
-            env.python, python_variable(env.python)))
+        raise PythonMissing("needs Python {}{}: none found on PATH, under pyenv or conda (or set {} to one)".format(
+            env.python, " built with --enable-shared" if env.python_shared else "", python_variable(env.python)))
     if not requirements.exists():
         raise SetupError("environment {} has no requirements file {}".format(env.name, requirements))
     source = wheel_source(wheels)
@@ -285,12 +299,16 @@ def _ensure(env, requirements, say, heartbeat, wheels):
             _run_logged(pip + ["-r", str(env.build_requirements)], log, env, say, heartbeat)
             pip.append("--no-build-isolation")
         _run_logged(pip + ["-r", str(requirements)], log, env, say, heartbeat)
-        if env.library_aliases:
+        if needs_libraries(env):
             provide_libraries(env, log, say, heartbeat)
     site = subprocess.run([str(env.python_path), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()
     with open(os.path.join(site, PTH_FILE), "w") as f:
         f.write(str(catalog.REPO) + "\n")
+    debian_python = env.path / DEBIAN_DIR / "usr" / "lib" / "python3" / "dist-packages"
+    if debian_python.is_dir():  # Python packages of the extracted Debian ones (python3-caffe), after the venv's own
+        with open(os.path.join(site, DEBIAN_PTH_FILE), "w") as f:
+            f.write(str(debian_python) + "\n")
     write_stamp(env, stamp)
     write_kernel_spec(env)
     say("[setup] {}: done in {:.0f} s, {}".format(env.name, time.time() - started, _size(env.path)))
@@ -435,8 +453,14 @@ def missing_packages(env, packages):
     return [name for name in packages if not versions.get(name)]
 
 
-LIBRARY_ALIASES_DIR = "library-aliases"  # in the environment: links named as the framework wants them
+LIBRARY_ALIASES_DIR = "library-aliases"  # in the environment: links named as the framework wants them, and stand-ins
 DEBIAN_DIR = "debian"  # in the environment: the Debian packages of envs/<name>-debian.txt, extracted
+DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"  # Debian's signing keys, for another suite's lists
+
+
+def needs_libraries(env):
+    """True when `env`'s kernel loads libraries the setup provides: aliases, Debian packages or stand-ins."""
+    return bool(env.library_aliases or env.debian_packages or env.stand_in_libraries)
 
 
 def library_folders(env):
@@ -468,26 +492,43 @@ def debian_packages(env):
     return [line for line in lines if line]
 
 
-def provide_libraries(env, log, say, heartbeat):
-    """Make the libraries of env.library_aliases loadable under their wanted names, in the environment's own folder.
+def debian_suite(env):
+    """(suite, [mirrors]) from the `# debian-suite:` and `# debian-mirror:` lines of envs/<name>-debian.txt, for
+    packages of another Debian release than the system's; None where it names none (the system's apt serves)."""
+    found = {"suite": [], "mirror": []}
+    for line in env.debian_packages.read_text().splitlines():
+        key, _, value = line.lstrip("# ").partition(":")
+        if line.startswith("#") and key in ("debian-suite", "debian-mirror"):
+            found[key[len("debian-"):]].append(value.strip())
+    if not found["suite"]:
+        return None
+    return found["suite"][0], found["mirror"] or ["http://deb.debian.org/debian"]
 
-    The system's copies are used where its loader cache has them; otherwise the pinned Debian packages of
-    envs/<name>-debian.txt are fetched with apt-get download and extracted with dpkg -x (nothing installed).
-    """
-    aliases = env.path / LIBRARY_ALIASES_DIR
-    aliases.mkdir(parents=True, exist_ok=True)
-    provided = {name: system_library(name) for _, name in env.library_aliases}
-    if not all(provided.values()):
-        missing = ", ".join(name for name, path in provided.items() if not path)
-        if not (env.debian_packages and shutil.which("apt-get") and shutil.which("dpkg")):
-            raise SetupError("needs {}, which this system lacks and cannot fetch without apt-get; install OpenMPI 4 "
-                             "(Debian/Ubuntu: libopenmpi3) and rerun the setup".format(missing))
-        say("[setup] {}: {} not on this system; extracting the Debian packages of {}".format(
-            env.name, missing, env.debian_packages.relative_to(catalog.REPO)))
-        downloads = env.path / "debian-downloads"
-        downloads.mkdir(exist_ok=True)
-        os.chmod(str(downloads), 0o777)  # apt-get download drops root to the _apt user where it can
-        command = ["apt-get", "download"] + debian_packages(env)
+
+def private_apt(env, suite, mirror):
+    """apt-get options that read `suite`'s package lists from `mirror` and keep them, and everything apt writes,
+    in the environment's apt/ folder: the system's sources, lists and installed packages are neither read nor
+    changed, and no root is needed."""
+    root = env.path / "apt"
+    for folder in ("lists/partial", "archives/partial", "preferences.d"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    (root / "sources.list").write_text("deb [signed-by={}] {} {} main\n".format(DEBIAN_KEYRING, mirror, suite))
+    (root / "status").touch()
+    options = {"Dir::Etc::SourceList": root / "sources.list", "Dir::Etc::SourceParts": root / "preferences.d",
+               "Dir::Etc::Preferences": root / "preferences", "Dir::Etc::PreferencesParts": root / "preferences.d",
+               "Dir::State": root, "Dir::State::Lists": root / "lists", "Dir::State::status": root / "status",
+               "Dir::Cache": root, "Dir::Cache::Archives": root / "archives", "APT::Architecture": "amd64"}
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        options["APT::Sandbox::User"] = "root"  # the _apt user could not write into the environment's folder
+    return [word for name, value in options.items() for word in ("-o", "{}={}".format(name, value))]
+
+
+def download_debian_packages(env, downloads, log, say, heartbeat):
+    """Fetch the pinned packages of envs/<name>-debian.txt into `downloads` with apt-get download: from the
+    system's apt, or from the suite its `# debian-suite:` line names, trying its mirrors in turn."""
+    suite = debian_suite(env)
+    command = ["apt-get", "download"] + debian_packages(env)
+    if suite is None:
         try:
             _run_logged(command, log, env, say, heartbeat, cwd=str(downloads))
         except SetupError as error:
@@ -496,10 +537,59 @@ def provide_libraries(env, log, say, heartbeat):
                                  "libopenmpi3) and rerun the setup".format(env.debian_packages.name, log.name)) from error
             _run_logged(["apt-get", "update"], log, env, say, heartbeat)  # a fresh machine may have no package lists
             _run_logged(command, log, env, say, heartbeat, cwd=str(downloads))
+        return
+    name, mirrors = suite
+    if not os.path.exists(DEBIAN_KEYRING):
+        raise MachineLacks("needs Debian's archive keyring {} (package debian-archive-keyring) to check {}'s "
+                         "packages".format(DEBIAN_KEYRING, name))
+    failures = []
+    for mirror in mirrors:
+        apt = private_apt(env, name, mirror)
+        try:
+            _run_logged(["apt-get"] + apt + ["update"], log, env, say, heartbeat)
+            _run_logged(["apt-get"] + apt + command[1:], log, env, say, heartbeat, cwd=str(downloads))
+            break
+        except SetupError:
+            failures.append(mirror)
+            say("[setup] {}: Debian {} not available from {}".format(env.name, name, mirror))
+        finally:
+            shutil.rmtree(str(env.path / "apt"), ignore_errors=True)  # the suite's package lists: tens of MB
+    else:
+        raise MachineLacks("needs Debian's {} packages, which none of {} served (see {})".format(
+            name, ", ".join(failures), log.name))
+
+
+def provide_libraries(env, log, say, heartbeat):
+    """Make the libraries `env`'s kernel needs loadable, in the environment's own folders.
+
+    Aliases (env.library_aliases) link to the system's copies where its loader cache has them; otherwise, and
+    always for packages of another Debian suite than the system's, the pinned Debian packages of
+    envs/<name>-debian.txt are fetched with apt-get download and extracted with dpkg -x (nothing installed).
+    Stand-in libraries (env.stand_in_libraries) are then compiled with the C compiler.
+    """
+    aliases = env.path / LIBRARY_ALIASES_DIR
+    aliases.mkdir(parents=True, exist_ok=True)
+    other_suite = env.debian_packages is not None and debian_suite(env) is not None
+    provided = {name: None if other_suite else system_library(name) for _, name in env.library_aliases}
+    if other_suite or not all(provided.values()):
+        missing = ", ".join(name for name, path in provided.items() if not path)
+        if not (env.debian_packages and shutil.which("apt-get") and shutil.which("dpkg")):
+            raise MachineLacks("needs {}, which this system lacks and cannot fetch without apt-get; install OpenMPI 4 "
+                             "(Debian/Ubuntu: libopenmpi3) and rerun the setup".format(missing or "Debian's packages"))
+        say("[setup] {}: {}; extracting the Debian packages of {}".format(
+            env.name, "packages of Debian {}".format(debian_suite(env)[0]) if other_suite else missing + " not on this system",
+            env.debian_packages.relative_to(catalog.REPO)))
+        downloads = env.path / "debian-downloads"
+        downloads.mkdir(exist_ok=True)
+        os.chmod(str(downloads), 0o777)  # apt-get download drops root to the _apt user where it can
+        download_debian_packages(env, downloads, log, say, heartbeat)
         for deb in sorted(downloads.glob("*.deb")):
             _run_logged(["dpkg", "-x", str(deb), str(env.path / DEBIAN_DIR)], log, env, say, heartbeat)
         shutil.rmtree(str(downloads))
-        found = {path.name: path for folder in library_folders(env)[1:] for path in folder.glob("*.so*")}
+        found = {}  # each library's first copy, outer folders first (Debian keeps alternatives in subfolders)
+        for folder in library_folders(env)[1:]:
+            for path in sorted(folder.rglob("*.so*"), key=lambda path: (len(path.parts), path.name)):
+                found.setdefault(path.name, path)
         provided = {name: provided[name] or found.get(name) for name in provided}
         if not all(provided.values()):
             raise SetupError("the Debian packages of {} lack {}".format(
@@ -510,6 +600,12 @@ def provide_libraries(env, log, say, heartbeat):
             link.unlink()
         link.symlink_to(provided[name])
         log.write("linked {} -> {}\n".format(link, provided[name]))
+    for name, source in env.stand_in_libraries:
+        compiler = shutil.which(os.environ.get("CC", "cc"))
+        if compiler is None:
+            raise MachineLacks("needs a C compiler (cc, or $CC) to build its stand-in {}".format(name))
+        _run_logged([compiler, "-shared", "-fPIC", "-O2", "-Wl,-soname," + name, "-o", str(aliases / name),
+                     str(catalog.REQUIREMENTS_DIR / source)], log, env, say, heartbeat)
 
 
 def _run_logged(command, log, env, say, heartbeat, cwd=None):

@@ -1,5 +1,8 @@
 """Shared fixtures and helpers: a private data cache per test; the environment a notebook test needs."""
 
+import json
+import os
+
 import pytest
 from notebook_runs import NotebookRuns
 
@@ -19,8 +22,11 @@ def require_environment(env):
     """Skip the test where `env` needs a Python this machine lacks; fail it where `env` is simply not built."""
     if environments.is_ready(env):
         return
-    if environments.find_python(env.python) is None:
+    if environments.find_python(env.python, env.python_shared) is None:
         pytest.skip("environment {} needs Python {}, which this machine lacks".format(env.name, env.python))
+    lacks = json.loads(os.environ.get(environments.UNAVAILABLE_VARIABLE, "{}")).get(env.name)
+    if lacks:  # `run_all.py test` could not build it, for want of something this machine lacks
+        pytest.skip("environment {} {}".format(env.name, lacks))
     pytest.fail("environment {} is not built: run `python3 run_all.py setup {}`".format(env.name, env.name))
 
 

@@ -167,7 +167,7 @@ def test_a_python_without_venv_support_names_the_package_that_adds_it(scratch_ca
     fake.write_text("#!/bin/sh\ncase \"$*\" in *ensurepip*) echo \"ModuleNotFoundError: No module named 'ensurepip'\" >&2;"
                     " exit 1;; esac\necho 3.11.2\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(environments, "find_python", lambda version: str(fake))
+    monkeypatch.setattr(environments, "find_python", lambda version, shared=False: str(fake))
     with pytest.raises(environments.SetupError) as raised:
         environments.ensure(catalog.ENVIRONMENTS["chainer"], say=lambda line: None)
     assert str(raised.value).startswith("Python 3.11 at {} cannot create virtual environments (no ensurepip module); "

@@ -30,7 +30,8 @@ def plans(name, libraries=False):
 
 # the environments without a GPU build, and how the reason their requirements give begins
 NO_GPU_BUILD = {"chainer": "Chainer 7.8 computes on GPUs through CuPy 7",
-                "theano": "Theano 1.0 computes on GPUs only through libgpuarray"}
+                "theano": "Theano 1.0 computes on GPUs only through libgpuarray",
+                "caffe": "Debian 11 carries Caffe's CPU build only"}
 
 
 def test_every_gpu_build_states_what_its_wheels_need():

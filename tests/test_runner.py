@@ -4,6 +4,7 @@ import hashlib
 import json
 
 import pytest
+from conftest import require_environment
 
 from runner import catalog, cli, environments, table
 
@@ -220,6 +221,7 @@ def test_an_environment_remembers_its_build(tmp_path, monkeypatch):
     """is_ready: any build serves when none is asked for; another requirements file or new pins mean a rebuild."""
     monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
     monkeypatch.setattr(catalog, "JUPYTER_DIR", tmp_path / "jupyter")
+    monkeypatch.setattr(catalog, "REPO", tmp_path)
     monkeypatch.setattr(catalog, "REQUIREMENTS_DIR", tmp_path)
     (tmp_path / "demo.txt").write_text("numpy==2.4.6\n")
     (tmp_path / "demo-gpu.txt").write_text("numpy==2.4.6\ncupy==14\n")
@@ -242,6 +244,7 @@ def test_an_environment_remembers_its_build(tmp_path, monkeypatch):
 
 def test_a_stamp_from_before_gpu_choices_still_reads(tmp_path, monkeypatch):
     monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    monkeypatch.setattr(catalog, "REPO", tmp_path)
     monkeypatch.setattr(catalog, "REQUIREMENTS_DIR", tmp_path)
     (tmp_path / "demo-gpu.txt").write_text("cupy==14\n")
     env = catalog.Environment("demo", "Demo", gpu_builds=("demo-gpu.txt",))
@@ -272,13 +275,18 @@ def test_a_missing_python_is_named_and_can_be_given_explicitly(tmp_path, monkeyp
 
 
 def test_the_tests_go_on_without_an_environment_whose_python_is_missing(monkeypatch):
-    missing = {"cntk": environments.PythonMissing("needs Python 3.6: none found")}
+    missing = {"cntk": environments.PythonMissing("needs Python 3.6: none found"),
+               "caffe": environments.MachineLacks("needs Debian's bullseye packages, which none of x served")}
     monkeypatch.setattr(cli, "build_environments", lambda names, machine, **options: (missing, {}))
     monkeypatch.setattr(environments, "ensure_browser", lambda: "/usr/bin/chromium")
     monkeypatch.setattr(cli.os, "chdir", lambda path: None)
+    monkeypatch.setenv(environments.UNAVAILABLE_VARIABLE, "{}")
     started = []
     monkeypatch.setattr(cli.os, "execv", lambda path, argv: started.append(argv[1:]))
     assert cli.test(cli.parse(["test", "-x"])) is None and started == [["-m", "pytest", "-x"]]
+    monkeypatch.setattr(environments, "is_ready", lambda env: False)  # and pytest skips its notebooks with the reason
+    with pytest.raises(pytest.skip.Exception, match="caffe needs Debian's bullseye packages"):
+        require_environment(catalog.ENVIRONMENTS["caffe"])
     missing["pytorch"] = environments.SetupError("building environment pytorch failed")
     assert cli.test(cli.parse(["test"])) == 1 and len(started) == 1
 
@@ -420,3 +428,98 @@ def test_each_dataset_is_fetched_once_before_the_notebooks(tmp_path, data_cache,
                      str(tmp_path / "results")]) == 1
     assert "run_all.py: error: --data real: could not download IMDB" in capsys.readouterr().err
     assert not (tmp_path / "results").exists()  # refused before a results folder was made
+
+
+def test_an_absent_framework_has_rows_that_say_why(tmp_path, capsys):
+    assert catalog.select(["nvcaffe"]) == [] and [a.label for a in catalog.absent_selected(["NVCaffe"])] == ["NVCaffe"]
+    assert catalog.absent_selected(["pytorch"]) == [] and catalog.absent_selected() == list(catalog.ABSENT)
+    assert cli.main(["-f", "nvcaffe", "-t", "cnn,rnn", "-p", "smoke", "--no-equivalence", "--results",
+                     str(tmp_path)]) == 0
+    (run_dir,) = run_dirs(tmp_path)
+    records = table.load_records(run_dir)
+    assert [(r["framework"], r["task"], r["status"]) for r in records] == [
+        ("NVCaffe", "cnn", "unavailable"), ("NVCaffe", "rnn", "unavailable")]
+    assert "unavailable: absent: NVIDIA's Caffe fork" in (run_dir / "results.md").read_text()
+
+
+def test_packages_of_another_debian_suite_come_through_a_private_apt_and_stand_ins_are_compiled(tmp_path, monkeypatch):
+    import shutil
+    import subprocess
+
+    if not (shutil.which("dpkg-deb") and shutil.which("cc")):
+        pytest.skip("needs dpkg-deb and a C compiler")
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    monkeypatch.setattr(catalog, "JUPYTER_DIR", tmp_path / "jupyter")
+    monkeypatch.setattr(catalog, "REPO", tmp_path)
+    monkeypatch.setattr(catalog, "REQUIREMENTS_DIR", tmp_path)
+    monkeypatch.setattr(environments, "DEBIAN_KEYRING", str(tmp_path / "keyring.gpg"))
+    (tmp_path / "keyring.gpg").write_text("")
+    (tmp_path / "demo-debian.txt").write_text("# debian-suite: oldstable\n# debian-mirror: http://gone.example/debian\n"
+                                              "# debian-mirror: http://archive.example/debian\nlibdemo1=1.0-1\n")
+    (tmp_path / "demo-standin.c").write_text("int demo_stand_in(void) { return 42; }\n")
+    package = tmp_path / "package"  # a real .deb: a library and a Python module
+    (package / "DEBIAN").mkdir(parents=True)
+    (package / "DEBIAN" / "control").write_text("Package: libdemo1\nVersion: 1.0-1\nArchitecture: amd64\n"
+                                                "Maintainer: nobody <nobody@example.org>\nDescription: demo\n")
+    (package / "usr/lib/x86_64-linux-gnu/sub").mkdir(parents=True)
+    (package / "usr/lib/x86_64-linux-gnu/sub/libdemo.so.1").write_text("")
+    subprocess.run(["dpkg-deb", "--build", str(package), str(tmp_path / "libdemo1.deb")], check=True,
+                   capture_output=True)
+    monkeypatch.setattr(environments, "system_library", lambda name: "/usr/lib/the-system-s/" + name)
+    commands, real_run = [], environments._run_logged
+
+    def apt(command, log, env, say, heartbeat, cwd=None):
+        if command[0] != "apt-get":
+            return real_run(command, log, env, say, heartbeat, cwd)
+        commands.append((command, (env.path / "apt" / "sources.list").read_text()))
+        if "gone.example" in commands[-1][1]:
+            raise environments.SetupError("apt-get update failed")
+        if command[-2:] == ["download", "libdemo1=1.0-1"]:
+            shutil.copy(str(tmp_path / "libdemo1.deb"), cwd)
+
+    monkeypatch.setattr(environments, "_run_logged", apt)
+    env = catalog.Environment("demo", "Demo", library_aliases=(("libdemo.so.1", "libdemo.so.1"),),
+                              stand_in_libraries=(("libstandin.so.2", "demo-standin.c"),))
+    said = []
+    with open(str(tmp_path / "setup.log"), "w") as log:
+        environments.provide_libraries(env, log, say=said.append, heartbeat=60)
+    assert [c[-1] for c, _ in commands] == ["update", "update", "libdemo1=1.0-1"]  # the first mirror failed
+    assert all("Dir::State={}".format(env.path / "apt") in c for c, _ in commands)  # not the system's apt
+    assert commands[-1][1] == "deb [signed-by={}] http://archive.example/debian oldstable main\n".format(
+        tmp_path / "keyring.gpg")
+    assert any("not available from http://gone.example/debian" in line for line in said)
+    aliases = env.path / environments.LIBRARY_ALIASES_DIR
+    # another suite's packages are always used, never the system's copy; found in a subfolder
+    assert (aliases / "libdemo.so.1").resolve() == (env.path / "debian/usr/lib/x86_64-linux-gnu/sub/libdemo.so.1")
+    dynamic = subprocess.run(["readelf", "-d", str(aliases / "libstandin.so.2")], capture_output=True, text=True).stdout
+    assert "Library soname: [libstandin.so.2]" in dynamic
+    assert not (env.path / "apt").exists() and not (env.path / "debian-downloads").exists()
+    assert environments.kernel_environment(env)["LD_LIBRARY_PATH"].split(":")[0] == str(aliases)
+    (tmp_path / "demo-standin.c").write_text("int demo_stand_in(void) { return 43; }\n")
+    assert b"43" in environments.recipe(env, tmp_path / "demo-debian.txt")  # a changed source rebuilds
+
+
+def test_find_python_can_ask_for_a_shared_libpython(monkeypatch):
+    import subprocess
+    import sys
+
+    version = "{}.{}".format(*sys.version_info[:2])
+    monkeypatch.setenv(environments.python_variable(version), sys.executable)
+    found = environments.find_python(version, shared=True)
+    if found is not None:
+        check = "import sysconfig; print(sysconfig.get_config_var('Py_ENABLE_SHARED'))"
+        assert subprocess.run([found, "-c", check], capture_output=True, text=True).stdout.strip() == "1"
+    assert environments.find_python("2.1", shared=True) is None
+
+
+def test_caffe_kernel_runs_debian_s_caffe_on_openblas_with_its_stand_in_library(tmp_path):
+    out = run_in_kernel("caffe", "import frameworks.caffe as c; print(c.VERSION); print(c.loaded_blas())")
+    assert out.returncode == 0, out.stderr[-2000:]
+    version, blas = out.stdout.strip().splitlines()[-2:]
+    assert version == "1.0.0" and "openblas-pthread" in blas and "libopenblasp" in blas, blas
+    (tmp_path / "list.txt").write_text("picture.jpg 0\n")  # an image file layer: the only caller of the stand-in
+    net = ('layer {{ name: "data" type: "ImageData" top: "data" top: "label" '
+           'image_data_param {{ source: "{}" batch_size: 1 }} }}').format(tmp_path / "list.txt")
+    (tmp_path / "net.prototxt").write_text(net)
+    out = run_in_kernel("caffe", "import caffe; caffe.Net({!r}, caffe.TEST)".format(str(tmp_path / "net.prototxt")))
+    assert out.returncode != 0 and "OpenCV's cv::imread is not available" in out.stderr, out.stderr[-2000:]
