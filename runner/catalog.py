@@ -222,9 +222,8 @@ class AbsentFramework:
 
 
 ABSENT: tuple[AbsentFramework, ...] = (
-    AbsentFramework("nvcaffe", "NVCaffe", "absent: NVIDIA's Caffe fork (NVCaffe, in the seeds' Alibaba tests) was "
-                    "published as source on GitHub and in NVIDIA's NGC containers, never on PyPI or in Debian, and "
-                    "neither GitHub nor NGC can be reached from the machines this project runs on"),
+    AbsentFramework("nvcaffe", "NVCaffe", "absent: NVIDIA's Caffe fork has no package on PyPI or in Debian (only its "
+                    "source on GitHub and NVIDIA's NGC containers, neither reachable here)"),
 )
 # Every environment: the runner's, then those the frameworks bring, in table order.
 ENVIRONMENTS: dict[str, Environment] = {
