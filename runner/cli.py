@@ -127,7 +127,8 @@ def build_parser():
     report.add_argument("run_dirs", type=Path, nargs="+", metavar="RESULTS_DIR")
     report.add_argument("--out", type=Path, help="where the merged table goes (default results/merged-<time>)")
 
-    rosetta = sub.add_parser("rosetta", help="regenerate the side-by-side pages docs/rosetta/<task>.html from notebooks/")
+    rosetta = sub.add_parser("rosetta", help="regenerate the side-by-side pages docs/rosetta/<task>.html from "
+                             "notebooks/, and docs/scaling.png")
     rosetta.add_argument("--out", type=Path, help="folder to write them to (default docs/rosetta)")
 
     sub.add_parser("list", help="frameworks, tasks and environments, and which environments are built")
@@ -491,11 +492,14 @@ def warn_unreadable(problems):
 
 
 def rosetta(args):
-    """Write the Rosetta pages (one per task) from the stored notebooks."""
+    """Write the Rosetta pages (one per task) from the stored notebooks, and the predicted-scaling plot of docs/."""
+    from runner import report as reporting
     from runner import rosetta as rosetta_view
 
     for path in rosetta_view.write_pages(args.out or rosetta_view.DOCS_DIR):
         print("wrote", path)
+    if args.out is None:
+        print("wrote", reporting.plot_scaling(reporting.SCALING_PLOT))
     return 0
 
 

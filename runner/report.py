@@ -113,6 +113,64 @@ def plot(records, path):
     plt.close(figure)
 
 
+SCALING_PLOT = Path(__file__).resolve().parent.parent / "docs" / "scaling.png"
+
+
+def scaling_lines():
+    """The predicted-scaling table of common/scaling.py as Markdown lines (README's section shows them): ResNet-50's
+    float32 gradients all-reduced over each link, and the one-GPU step time that keeps 8 GPUs at 90% and 100%."""
+    from common import scaling
+
+    rows = scaling.prediction_table()
+    gradient_mb = 4 * scaling.resnet50_parameters() / 1e6
+    lines = ["| Link | GB/s each way | All-reduce of {:.1f} MB, 2 GPUs (ms) | 4 GPUs | 8 GPUs | 8 GPUs at 90%, no "
+             "overlap: one-GPU step from (ms) | 8 GPUs at 100%, with overlap: from (ms) |".format(gradient_mb),
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for key, (label, bandwidth) in scaling.LINKS.items():
+        link = {row["devices"]: row for row in rows if row["link"] == key}
+        overlap_from = link[8]["allreduce_ms"] / scaling.BACKWARD_SHARE  # all-reduce no longer than the backward pass
+        lines.append("| {} | {:g} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.1f} |".format(
+            label, bandwidth / 1e9, link[2]["allreduce_ms"], link[4]["allreduce_ms"], link[8]["allreduce_ms"],
+            link[8]["step_ms_for_90"], overlap_from))
+    return lines
+
+
+def plot_scaling(path, measured=None):
+    """Save a PNG of predicted scaling efficiency on 8 GPUs against the one-GPU step time, one line per link, without
+    overlap (solid) and with it (dashed); `measured` ({label: (one-GPU step s, {devices: efficiency})}) adds points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from common import scaling
+
+    gradient_bytes = 4 * scaling.resnet50_parameters()
+    steps = [0.002 * 1.1 ** i for i in range(70)]  # 2 ms to about 1.6 s
+    figure, axis = plt.subplots(figsize=(7.0, 3.8))
+    for label, bandwidth in scaling.LINKS.values():
+        solid = axis.plot([1e3 * t for t in steps], [scaling.efficiency(t, gradient_bytes, 8, bandwidth) for t in steps],
+                          label=label)
+        axis.plot([1e3 * t for t in steps], [scaling.efficiency(t, gradient_bytes, 8, bandwidth, True) for t in steps],
+                  "--", color=solid[0].get_color(), label=label + ", overlapped")
+    for label, (one_device, points) in (measured or {}).items():
+        for devices, value in points.items():
+            axis.plot([1e3 * one_device], [value], "o", label="{} on {} (measured)".format(label, devices))
+    axis.set_xscale("log")
+    axis.set_xlabel("one-GPU step time (ms), ResNet-50 float32 gradients ({:.0f} MB)".format(gradient_bytes / 1e6),
+                    fontsize=8)
+    axis.set_ylabel("efficiency on 8 GPUs", fontsize=8)
+    axis.set_ylim(0, 1.05)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7, loc="lower right")
+    figure.suptitle("Predicted data-parallel scaling (common/scaling.py: ring all-reduce at nominal link speed)",
+                    fontsize=9)
+    figure.tight_layout()
+    figure.savefig(str(path), dpi=120)
+    plt.close(figure)
+    return path
+
+
 def write_report(run_dir):
     """Write results.md, .csv, .json, results.png and report.html (with notebooks as HTML); return the Markdown."""
     from runner import equivalence
