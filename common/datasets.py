@@ -322,6 +322,12 @@ def fake_images(count, image_size=224, channels_last=False, seed=0):
     return np.ascontiguousarray(images.transpose(0, 2, 3, 1)) if channels_last else images
 
 
+
+def fake_labels(count, num_classes, seed=0):
+    """Return `count` random int64 class labels in [0, num_classes), for timing training on fake_images."""
+    return np.random.RandomState(seed + 1).randint(0, num_classes, size=count).astype(np.int64)
+
+
 # ---------------------------------------------------------------- batching
 
 def batches(x, y, batch_size, shuffle=False, seed=0):

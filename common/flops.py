@@ -98,9 +98,18 @@ def resnet50_forward_flops(image_size=224, version="1.5"):
     return total
 
 
+def resnet50_training_flops(params):
+    """FLOPs of one image's training step through ResNet-50 v1.5 and its classifier (task "train"): three forward
+    passes less the first convolution's input gradient."""
+    size = params["image_size"]
+    forward = resnet50_forward_flops(size, "1.5") + 2 * 2048 * params["num_classes"]
+    first = 2 * 7 * 7 * 3 * 64 * (-(-size // 2)) ** 2
+    return 3 * forward - first
+
+
 def training_flops(task, params):
-    """FLOPs of one sample's training step for "cnn" or "rnn"."""
-    return {"cnn": cnn_training_flops, "rnn": rnn_training_flops}[task](params)
+    """FLOPs of one sample's training step for "cnn", "rnn" or "train"."""
+    return {"cnn": cnn_training_flops, "rnn": rnn_training_flops, "train": resnet50_training_flops}[task](params)
 
 
 def gpu_peak_tflops(name):

@@ -47,6 +47,18 @@ FULL = {
         "train_samples": None,
         "test_samples": None,
     },
+    "train": {
+        "devices": 1,  # data-parallel workers: GPUs, or on the CPU processes (or devices) sharing its cores
+        "batch_size": 64,  # per device: N devices step on N x batch_size images
+        "micro_batches": 1,  # each device's batch in this many parts, gradients summed (see common/scaling.py)
+        "image_size": 224,
+        "num_classes": 1000,
+        "lr": 0.1,
+        "momentum": 0.9,
+        "warmup_steps": 5,  # untimed, reported apart (compilation, autotuning, the engine's first buckets)
+        "steps": 20,  # timed steps a pass
+        "repeats": 5,  # timed passes, reported as median and spread
+    },
 }
 
 # Profiles only name what they change relative to FULL.
@@ -59,6 +71,7 @@ PROFILES = {
         "cnn": {"epochs": 3, "train_samples": 1536, "test_samples": 512},
         "inference": {"batches": 1, "repeats": 3},
         "rnn": {"epochs": 3, "train_samples": 1024, "test_samples": 512},
+        "train": {"batch_size": 8, "warmup_steps": 1, "steps": 2, "repeats": 3},
     },
     "smoke": {
         "cnn": {"epochs": 1, "train_samples": 256, "test_samples": 128},
@@ -66,6 +79,7 @@ PROFILES = {
         # which CNTK requires; frameworks that pad past the input's edge would accept 64.
         "inference": {"batch_size": 2, "batches": 2, "repeats": 2, "image_size": 96},
         "rnn": {"epochs": 1, "train_samples": 256, "test_samples": 128},
+        "train": {"batch_size": 2, "image_size": 96, "num_classes": 10, "warmup_steps": 1, "steps": 1, "repeats": 2},
     },
 }
 
@@ -133,6 +147,7 @@ RULES = {
     "lr": Rule("number", 0.0), "eps": Rule("number", 0.0, why="added to a denominator"),
     "momentum": _PROBABILITY, "beta1": _PROBABILITY, "beta2": _PROBABILITY,
     "conv_dropout": _PROBABILITY, "dense_dropout": _PROBABILITY,
+    "devices": _count(), "micro_batches": _count(), "warmup_steps": _count(0), "steps": _count(),
 }
 
 
@@ -143,6 +158,9 @@ def check_values(task, params):
         rule = RULES.get(key)
         if rule is not None and not rule.accepts(value):
             raise ValueError("hyperparameter {}={!r} for task {}: must be {}".format(key, value, task, rule.allowed()))
+    if params.get("batch_size", 0) % params.get("micro_batches", 1):
+        raise ValueError("hyperparameter micro_batches={!r} for task {}: must divide batch_size={}".format(
+            params["micro_batches"], task, params["batch_size"]))
     for key in ("train_samples", "test_samples"):
         if params.get(key) is not None and params[key] < params["batch_size"]:
             raise ValueError("hyperparameter {}={!r} for task {}: must be at least batch_size={} (whole batches "

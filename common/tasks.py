@@ -79,6 +79,12 @@ TASKS = OrderedDict((task.key, task) for task in (
          # beta2 0: Adam's first step is then the same whether epsilon is added before the bias correction
          # (Keras, MXNet, Chainer, CNTK) or after it (PyTorch, the TensorFlow notebook, Optax)
          equivalence={"train_samples": 64, "test_samples": 64, "epochs": 1, "beta2": 0.0}),
+    # Data-parallel training throughput: not checked against PyTorch (equivalence None); each framework's
+    # data-parallel step is checked against its own single-device step instead (tests/test_data_parallel.py)
+    Task("train", "Train", "Train: ResNet-50, data-parallel training throughput",
+         ("parameters", "imports", "setup", "data", "model", "weights", "training", "results"),
+         headline=("s_per_1000_images", "s per 1000 training images"), metrics=("s_per_1000_images", "images_per_s"),
+         digits=2, parameters=("init_weights", "export_weights")),
 ))
 
 

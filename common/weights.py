@@ -31,7 +31,8 @@ LOGITS = "logits"  # optional entry of an exported file: the model's logits on a
 
 
 def shapes(task, params):
-    """Return {name: shape} of the canonical weights of `task` ("cnn", "rnn" or "inference") for its hyperparameters."""
+    """Return {name: shape} of the canonical weights of `task` ("cnn", "rnn", "inference" or "train") for its
+    hyperparameters."""
     if task == "cnn":
         classes = params["num_classes"]
         return {
@@ -52,6 +53,8 @@ def shapes(task, params):
         }
     if task == "inference":
         return resnet50_shapes()
+    if task == "train":  # with its classifier, under torchvision's names and layout (out, in)
+        return dict(resnet50_shapes(), **{"fc.weight": (params["num_classes"], 2048), "fc.bias": (params["num_classes"],)})
     raise ValueError("no canonical weights for task {!r}; tasks with them: {}".format(task, ", ".join(tasks.TASKS)))
 
 
@@ -81,14 +84,16 @@ def resnet50_shapes():
 def reference_weights(task, params, seed=0):
     """Deterministic weights for `task` from `seed`: uniform(+-1/sqrt(fan_in)) like PyTorch's layers, embedding N(0, 1).
 
-    ResNet-50 (task "inference"): He-normal convolutions, batch-norm scales and variances in 0.8-1.2,
-    shifts and means in +-0.1.
+    ResNet-50 (tasks "inference" and "train"): He-normal convolutions, batch-norm scales and variances in 0.8-1.2,
+    shifts and means in +-0.1; its classifier (train) uniform(+-1/sqrt(2048)).
     """
     rng = np.random.RandomState(seed)
     out = {}
-    if task == "inference":  # He-normal convolutions; batch norms away from identity, so that a mix-up shows
+    if task in ("inference", "train"):  # He-normal convolutions; batch norms away from identity, so that a mix-up shows
         for name, shape in sorted(shapes(task, params).items()):
-            if len(shape) == 4:
+            if name.startswith("fc."):
+                out[name] = rng.uniform(-1 / np.sqrt(2048), 1 / np.sqrt(2048), size=shape)
+            elif len(shape) == 4:
                 out[name] = rng.normal(0.0, np.sqrt(2.0 / np.prod(shape[1:])), size=shape)
             elif name.endswith(("running_var", ".weight")):
                 out[name] = rng.uniform(0.8, 1.2, size=shape)

@@ -100,6 +100,8 @@ class Framework:
     environment: Optional[Environment] = None  # the environment this framework brings, if it brings one
     # the top-level modules its notebooks import (the Rosetta pages' differences mode may count their names as one)
     modules: tuple[str, ...] = ()
+    # {task: why}: tasks it has no notebook for (yet, or at all); the run writes their rows with the reason
+    lacks: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,6 +144,9 @@ class Job:
 
 
 RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "ruff", "playwright"))
+# The data-parallel training task is being written framework by framework (issue 16); until a framework has its
+# notebook, its rows say so
+TRAIN_PENDING = {"train": "not written yet: the data-parallel training task has its notebook in PyTorch only so far"}
 KERAS_APPLICATIONS_V1 = "keras.applications' ResNet-50 is v1 (stride on the first 1x1) with convolution biases"
 # The frameworks, in table order: one entry each, with the environment it brings. A framework's notebooks
 # are notebooks/<notebook_prefix>_<task's notebook>.ipynb and its pins envs/<environment name>.txt.
@@ -152,7 +157,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
                                       framework_module="pytorch")),
     # TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's C++ start-up INFO lines stay out of the run log; warnings remain.
     Framework("tensorflow", "TensorFlow", "TensorFlow", (Variant(None, "tensorflow"),), modules=("tensorflow", "keras"),
-              not_equivalent={"inference": KERAS_APPLICATIONS_V1},
+              not_equivalent={"inference": KERAS_APPLICATIONS_V1}, lacks=TRAIN_PENDING,
               environment=Environment("tensorflow", "Rosetta: TensorFlow", kernel_env=(("TF_CPP_MIN_LOG_LEVEL", "1"),),
                                       gpu_builds=("tensorflow-cuda12.txt",), framework_module="tensorflow")),
     Framework("keras", "Keras", "Keras", (  # Keras 3 runs in its backends' environments
@@ -161,21 +166,23 @@ FRAMEWORKS: tuple[Framework, ...] = (
                                  "once per occurrence of a token, before repeated tokens are summed"}}),
         Variant("jax", "jax", (("backend", "jax"),), packages=("keras",)),
         Variant("torch", "pytorch", (("backend", "torch"),), packages=("keras",)),
-    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, modules=("keras",)),
-    Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), modules=("jax", "flax", "optax"), not_equivalent={
+    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, lacks=TRAIN_PENDING, modules=("keras",)),
+    Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), modules=("jax", "flax", "optax"), lacks=TRAIN_PENDING,
+              not_equivalent={
         "rnn": "Flax's GRUCell has no recurrent bias: the new gate's one (inside the reset product) is lost and the "
                "reset and update gates get one bias where the reference has two"},
         environment=Environment("jax", "Rosetta: JAX", gpu_builds=("jax-cuda13.txt", "jax-cuda12.txt"),
                                 framework_module="jax")),
-    Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),), modules=("mxnet",), not_equivalent={
+    Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),), lacks=TRAIN_PENDING, modules=("mxnet",), not_equivalent={
         "inference": "the Gluon model zoo's resnet50_v1 is v1 (stride on the first 1x1 convolution)"},
         environment=Environment("mxnet", "Rosetta: MXNet", gpu_builds=("mxnet-cuda112.txt",),
                                 framework_module="mxnet")),
-    Framework("chainer", "Chainer", "Chainer", (Variant(None, "chainer"),), modules=("chainer",), not_equivalent={
+    Framework("chainer", "Chainer", "Chainer", (Variant(None, "chainer"),), modules=("chainer",), lacks=TRAIN_PENDING,
+              not_equivalent={
         "inference": "Chainer's ResNet50Layers is the Caffe v1 (stride on the first 1x1 convolution)"},
         # CPU only: envs/chainer.txt says why
         environment=Environment("chainer", "Rosetta: Chainer", framework_module="chainer")),
-    Framework("cntk", "CNTK", "CNTK", (Variant(None, "cntk"),), modules=("cntk",), not_equivalent={
+    Framework("cntk", "CNTK", "CNTK", (Variant(None, "cntk"),), lacks=TRAIN_PENDING, modules=("cntk",), not_equivalent={
         "rnn": "CNTK's GRU applies the reset gate before the recurrent product and has no recurrent biases"},
         # CNTK 2.7 was linked against OpenMPI 1.10; OpenMPI 4's libraries serve under the old names.
         environment=Environment("cntk", "Rosetta: CNTK", python="3.6",
@@ -186,18 +193,18 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("keras2", "Keras 2", "Keras2", (
         Variant("cntk", "cntk", (("backend", "cntk"),), packages=("keras",)),
         Variant("theano", "theano", (("backend", "theano"),), packages=("keras",)),
-    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, modules=("keras",),
+    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, lacks=TRAIN_PENDING, modules=("keras",),
         environment=Environment("theano", "Rosetta: Theano", python="3.8", framework_module="theano",
                                 kernel_env=(("THEANO_FLAGS", "floatX=float32,base_compiledir={env}/theano-compiledir"),))),
     # Lasagne 0.1, layers over Theano's symbolic graphs, in the Theano environment that Keras 2 brings
     Framework("lasagne", "Lasagne", "Lasagne", (Variant(None, "theano", packages=("lasagne",)),),
-              modules=("lasagne", "theano"), not_equivalent={
+              lacks=TRAIN_PENDING, modules=("lasagne", "theano"), not_equivalent={
         "rnn": "Lasagne's GRULayer has one bias per gate, on the input side: the new gate's recurrent bias (inside the "
                "reset product) has no place"}),
     # BVLC Caffe 1.0, Debian 11's CPU build with its libraries extracted from bullseye (envs/caffe-debian.txt), on a
     # Python 3.9 with libpython3.9.so for Debian's Boost.Python; OpenBLAS as its libblas.so.3; a stand-in for the
     # OpenCV library it links and no notebook calls; glog at level 2, else Caffe logs every layer it builds
-    Framework("caffe", "Caffe", "Caffe", (Variant(None, "caffe"),), modules=("caffe",),
+    Framework("caffe", "Caffe", "Caffe", (Variant(None, "caffe"),), lacks=TRAIN_PENDING, modules=("caffe",),
               environment=Environment("caffe", "Rosetta: Caffe", python="3.9", python_shared=True,
                                       kernel_env=(("GLOG_minloglevel", "2"),),
                                       library_aliases=(("libblas.so.3", "libblas.so.3"),
@@ -206,7 +213,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
                                       framework_module="caffe")),
     # Caffe2, merged into PyTorch in 2018: its Python API as the torch 1.10.2 wheel ships it (the last that works), on
     # Python 3.9; the wheel is a CUDA 10.2 build that also runs on the CPU, so caffe2.txt serves both
-    Framework("caffe2", "Caffe2", "Caffe2", (Variant(None, "caffe2"),), modules=("caffe2", "torch"),
+    Framework("caffe2", "Caffe2", "Caffe2", (Variant(None, "caffe2"),), lacks=TRAIN_PENDING, modules=("caffe2", "torch"),
               environment=Environment("caffe2", "Rosetta: Caffe2", python="3.9", gpu_builds=("caffe2.txt",),
                                       framework_module="caffe2")),
 )
@@ -242,7 +249,8 @@ def framework_keys():
 
 def select(frameworks=None, task_keys=None):
     """Return the jobs for the named frameworks and tasks (all when None), raising SelectionError on unknown names.
-    An absent framework (ABSENT) is a known name with no jobs: absent_selected() names it."""
+    An absent framework (ABSENT) is a known name with no jobs: absent_selected() names it; a task a framework lacks
+    gives no job either: lacking() names it."""
     known_tasks = list(tasks.TASKS)
     chosen = task_keys or known_tasks
     unknown = [t for t in chosen if t not in tasks.TASKS]
@@ -260,8 +268,16 @@ def select(frameworks=None, task_keys=None):
         Job(by_key[key.lower()], variant, task)
         for key in keys
         for variant in by_key[key.lower()].variants
-        for task in chosen
+        for task in chosen if task not in by_key[key.lower()].lacks
     ]
+
+
+def lacking(frameworks=None, task_keys=None):
+    """(framework, task, why) for the named frameworks' tasks (all when None) that have no notebook: the rows the run
+    writes instead of running them (select() leaves them out)."""
+    keys = [k.lower() for k in frameworks or framework_keys()]
+    return [(f, task, f.lacks[task]) for f in FRAMEWORKS if f.key in keys
+            for task in task_keys or list(tasks.TASKS) if task in f.lacks]
 
 
 def absent_selected(frameworks=None):

@@ -93,6 +93,8 @@ def build_parser():
         "{} = {}".format(k, v) for k, v in variants.COMPILE_MODES.items()) + " (default default)")
     run.add_argument("--sweep", type=_sweep, metavar="KEY=V1,V2,...", help="run each notebook whose task has the "
                      "hyperparameter once per value, and plot throughput against it, e.g. --sweep batch_size=1,8,32")
+    run.add_argument("--devices", type=int, metavar="N", help="data-parallel training on 1 and on N devices (GPUs, or "
+                     "processes sharing the CPU), for the scaling efficiency: --sweep devices=1,N")
     run.add_argument("--timeout", type=float, help="seconds per notebook (default: smoke 600, quick 1800, full 14400)")
     run.add_argument("--results", type=Path, default=catalog.REPO / "results", help="folder for run folders")
     run.add_argument("--no-setup", action="store_true", help="fail instead of building missing environments")
@@ -173,6 +175,8 @@ def parse(argv):
                 hyperparams.for_task(task, args.profile, task_overrides(args.overrides, task, args.profile))
             except ValueError as error:
                 raise UsageError(str(error)) from None
+        if args.devices is not None:
+            devices_as_sweep(args)
         if args.sweep:
             check_sweep(args, selected_tasks)
         args.jobs = catalog.expand(args.jobs, args.precisions, args.compile_modes, args.sweep)
@@ -222,6 +226,18 @@ def check_variants(args):
             raise UsageError("{} {}: use one or more of {}".format(option, ", ".join(unknown), ", ".join(known)))
         if len(set(names)) < len(names):
             raise UsageError("{}: each value once, got {}".format(option, ",".join(names)))
+
+
+def devices_as_sweep(args):
+    """--devices N: the sweep devices=1,N (devices=1 alone for N=1); refused (UsageError) beside another sweep, or
+    below 1."""
+    if args.resume is not None:
+        raise UsageError("--resume runs with the parameters stored in its folder; leave out --devices")
+    if args.devices < 1:
+        raise UsageError("--devices {}: must be 1 or more".format(args.devices))
+    if args.sweep:
+        raise UsageError("--devices and --sweep exclude each other (--devices N is --sweep devices=1,N)")
+    args.sweep = ("devices", (1, args.devices) if args.devices > 1 else (1,))
 
 
 def check_sweep(args, selected_tasks):
@@ -659,6 +675,12 @@ def run(args):
                 record = results.failure_record(absent.label, task, args.profile, "unavailable", absent.reason)
                 results.write_result(str(run_dir / "{}_{}{}".format(absent.label, tasks.TASKS[task].notebook,
                                                                     execution.RECORD_SUFFIX)), record, "unavailable")
+        for framework, task, why in catalog.lacking(args.frameworks, args.tasks):  # tasks without a notebook: why
+            for variant in framework.variants:
+                record = results.failure_record(framework.label, task, args.profile, "unavailable", why,
+                                                variant=variant.name)
+                stem = catalog.notebook_path(framework, task).stem + ("-" + variant.name if variant.name else "")
+                results.write_result(str(run_dir / (stem + execution.RECORD_SUFFIX)), record, "unavailable")
         checked = run_dir / equivalence.EQUIVALENCE_DIR / equivalence.RESULT_FILE
         if not args.no_equivalence and not checked.exists():
             check_equivalence([job for job in args.jobs if job.variant.env not in unavailable], run_dir)  # default runs

@@ -109,13 +109,16 @@ def achieved_gflops(record):
     """A finished record's achieved GFLOP/s, None where unknown.
 
     Training: the analytic FLOPs of a step (common/flops.py) times the samples of an epoch, over the median
-    epoch. Inference (the task that trains nothing): a ResNet-50 forward pass's FLOPs per image over the median
+    epoch; the data-parallel task ("train"): a training step's FLOPs per image over the median time per image.
+    Inference (the task that trains nothing): a ResNet-50 forward pass's FLOPs per image over the median
     time per image.
     """
     task = tasks.get(record["task"])
     params, metrics, timings = record.get("params") or {}, record.get("metrics") or {}, record.get("timings") or {}
     try:
-        if not task.trains and metrics.get("s_per_1000_images"):
+        if task.key == "train" and metrics.get("s_per_1000_images"):  # training steps, timed per image
+            achieved = flops.training_flops(task.key, params) * 1000 / metrics["s_per_1000_images"]
+        elif not task.trains and metrics.get("s_per_1000_images"):
             version = "1" if str(record.get("model") or "").startswith("ResNet-50 v1,") else "1.5"
             achieved = flops.resnet50_forward_flops(params["image_size"], version) * 1000 / metrics["s_per_1000_images"]
         elif task.trains and (timings.get("epoch_s") or {}).get("median"):

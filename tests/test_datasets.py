@@ -172,3 +172,9 @@ def test_fake_images_layouts():
     assert datasets.fake_images(1).dtype == np.float32
     # the same pixels whichever layout a framework asks for
     assert np.array_equal(datasets.fake_images(2, 8, channels_last=True), datasets.fake_images(2, 8).transpose(0, 2, 3, 1))
+
+
+def test_fake_labels_are_classes_and_repeat_with_their_seed():
+    labels = datasets.fake_labels(500, 10, seed=3)
+    assert labels.dtype == np.int64 and labels.min() >= 0 and labels.max() == 9 and len(set(labels)) == 10
+    assert (datasets.fake_labels(500, 10, seed=3) == labels).all() and not (datasets.fake_labels(500, 10) == labels).all()

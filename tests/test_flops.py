@@ -37,3 +37,11 @@ def test_peaks():
     assert flops.cpu_peak_gflops(2, 2500.0, "avx512-on-256") == 160.0
     assert flops.cpu_peak_gflops(4, 3000.0, "avx512") == 768.0
     assert flops.cpu_peak_gflops(2, None, "avx2") is None and flops.cpu_simd() in flops.CPU_FLOPS_PER_CYCLE
+
+
+def test_a_data_parallel_training_step_counts_three_resnet50_passes_and_its_classifier():
+    params = {"image_size": 224, "num_classes": 1000}
+    forward = flops.resnet50_forward_flops(224, "1.5") + 2 * 2048 * 1000
+    first_input_gradient = 2 * 7 * 7 * 3 * 64 * 112 * 112
+    assert flops.training_flops("train", params) == 3 * forward - first_input_gradient
+    assert 24.0e9 < flops.training_flops("train", params) < 24.6e9  # about 3 x 8.2 GFLOPs (4.1 G multiply-adds)

@@ -60,6 +60,10 @@ CODE = {
                    'results.write_result(result_path, record)',
     },
 }
+CODE["train"] = dict(CODE["inference"], **{  # a data-parallel "step" on one device: the same figures as inference
+    "data": 'images = datasets.fake_images(params["batch_size"] * params["devices"], params["image_size"], seed=seed)\n'
+            'record["data"] = {"source": "synthetic", "description": "random images: timing only"}',
+    "training": CODE["inference"]["inference"].replace('params["features"]', "2048")})
 PARAMETER_VALUES = {"profile": '"full"', "overrides": "{}", "data_source": '"auto"', "device": '"auto"',
                     "precision": '"auto"', "compile_mode": '"default"', "threads": "0",
                     "seed": "0", "result_path": '""', "init_weights": '""', "export_weights": '""'}
@@ -74,7 +78,7 @@ def toy_notebook(task):
     code["parameters"] = "\n".join("{} = {}".format(name, PARAMETER_VALUES[name])
                                    for name in tasks.PARAMETERS + spec.parameters)
     for tag in spec.sections:
-        source = code[tag].format(**CODE[task]) if task != "inference" and tag in TRAINED else code[tag]
+        source = code[tag].format(**CODE[task]) if task in ("cnn", "rnn") and tag in TRAINED else code[tag]
         cells += [nbformat.v4.new_markdown_cell("## " + tasks.section_title(tag), metadata={"tags": [tag]}),
                   nbformat.v4.new_code_cell(source, metadata={"tags": [tag]})]
     cells.pop(1)  # the parameters section is its code cell alone, as in every notebook

@@ -35,6 +35,10 @@ def test_notebook_runs_on_its_kernel(job, notebook_runs):
         batches = record["timings"]["batch_s"]
         assert batches["n"] == record["params"]["repeats"] * record["params"]["batches"]
         assert 0 < batches["median"] <= batches["p99"]
+    elif job.task == "train":
+        assert record["model"].startswith("ResNet-50 v1.5,") and record["metrics"]["images_per_s"] > 0
+        assert len(record["timings"]["passes_s"]) == record["params"]["repeats"]
+        assert record["timings"]["images_per_pass"] == record["params"]["batch_size"] * record["params"]["steps"]
     else:
         assert 0.0 <= record["metrics"]["accuracy"] <= 1.0
         assert len(record["timings"]["epochs_s"]) == record["params"]["epochs"]

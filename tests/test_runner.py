@@ -108,11 +108,33 @@ def test_variant_options_multiply_the_jobs_and_bad_ones_are_one_line():
     (["--sweep", "batch_size=0,8"], "--sweep: hyperparameter batch_size=0 for task cnn: must be an integer >= 1"),
     (["--sweep", "batch_size=8,8"], "--sweep batch_size: each value once"),
     (["--sweep", "epochs=1,2", "--set", "epochs=3"], "--sweep epochs and --set epochs exclude each other"),
+    (["-t", "train", "--devices", "0"], "--devices 0: must be 1 or more"),
+    (["-t", "train", "--devices", "2", "--sweep", "batch_size=2,4"], "--devices and --sweep exclude each other"),
+    (["-t", "cnn", "--devices", "2"], "--sweep devices: no selected task has that hyperparameter"),
+    (["-t", "train", "--devices", "2", "--set", "devices=2"], "--sweep devices and --set devices exclude each other"),
 ])
 def test_bad_variant_options_are_one_line_and_exit_2(argv, message, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("run_all.py: error: ") and message in err and err.count("\n") == 1
+
+
+def test_devices_runs_the_data_parallel_notebooks_on_one_and_on_n_devices():
+    args = cli.parse(["-f", "pytorch", "-t", "train,cnn", "--devices", "4"])
+    assert [job.stem for job in args.jobs] == ["PyTorch_Train-devices-1", "PyTorch_Train-devices-4", "PyTorch_CNN"]
+    assert [job.stem for job in cli.parse(["-f", "pytorch", "-t", "train", "--devices", "1"]).jobs] == [
+        "PyTorch_Train-devices-1"]
+
+
+def test_a_task_a_framework_lacks_is_a_row_that_says_why(tmp_path):
+    lacking = [(f.key, task) for f, task, _ in catalog.lacking(["pytorch", "jax", "keras"], ["cnn", "train"])]
+    assert lacking == [("keras", "train"), ("jax", "train")] and not catalog.select(["jax"], ["train"])
+    assert cli.main(["-f", "keras", "-t", "train", "-p", "smoke", "--no-equivalence", "--results", str(tmp_path)]) == 0
+    (run_dir,) = run_dirs(tmp_path)
+    records = table.load_records(run_dir)
+    assert [(r["framework"], r["variant"], r["status"]) for r in records] == [
+        ("Keras", backend, "unavailable") for backend in ("tensorflow", "jax", "torch")]
+    assert "unavailable: not written yet: the data-parallel training task" in (run_dir / "results.md").read_text()
 
 
 def test_report_rebuilds_from_a_results_folder(fixture_catalog, tmp_path, capsys):
