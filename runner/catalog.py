@@ -146,7 +146,7 @@ class Job:
 RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "ruff", "playwright"))
 # The data-parallel training task is being written framework by framework (issue 16); until a framework has its
 # notebook, its rows say so
-TRAIN_PENDING = {"train": "not written yet: the data-parallel training task has its notebook in PyTorch only so far"}
+TRAIN_PENDING = {"train": "not written yet: the data-parallel training task has notebooks in PyTorch and JAX so far"}
 KERAS_APPLICATIONS_V1 = "keras.applications' ResNet-50 is v1 (stride on the first 1x1) with convolution biases"
 # The frameworks, in table order: one entry each, with the environment it brings. A framework's notebooks
 # are notebooks/<notebook_prefix>_<task's notebook>.ipynb and its pins envs/<environment name>.txt.
@@ -167,8 +167,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
         Variant("jax", "jax", (("backend", "jax"),), packages=("keras",)),
         Variant("torch", "pytorch", (("backend", "torch"),), packages=("keras",)),
     ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, lacks=TRAIN_PENDING, modules=("keras",)),
-    Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), modules=("jax", "flax", "optax"), lacks=TRAIN_PENDING,
-              not_equivalent={
+    Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), modules=("jax", "flax", "optax"), not_equivalent={
         "rnn": "Flax's GRUCell has no recurrent bias: the new gate's one (inside the reset product) is lost and the "
                "reset and update gates get one bias where the reference has two"},
         environment=Environment("jax", "Rosetta: JAX", gpu_builds=("jax-cuda13.txt", "jax-cuda12.txt"),
