@@ -95,8 +95,8 @@ def test_variant_options_multiply_the_jobs_and_bad_ones_are_one_line():
     assert {job.stem for job in args.jobs if job.framework.key == "keras"} >= {"Keras_Inference-jax-bf16-compiled-batch_size-8"}
     only_inference = cli.parse(["-f", "jax", "--sweep", "batches=1,2"]).jobs  # tasks without the key run once
     assert [job.stem for job in only_inference] == ["JAX_CNN", "JAX_Inference-batches-1", "JAX_Inference-batches-2",
-                                                    "JAX_RNN"]
-    assert [job.stem for job in cli.parse(["-f", "jax"]).jobs] == ["JAX_CNN", "JAX_Inference", "JAX_RNN"]
+                                                    "JAX_RNN", "JAX_Train"]
+    assert [job.stem for job in cli.parse(["-f", "jax"]).jobs] == ["JAX_CNN", "JAX_Inference", "JAX_RNN", "JAX_Train"]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -188,7 +188,7 @@ def test_an_environment_that_cannot_be_built_gives_unavailable_rows(monkeypatch,
     assert cli.main(["-f", "pytorch", "-p", "smoke", "--results", str(tmp_path)]) == 1
     (run_dir,) = run_dirs(tmp_path)
     records = table.load_records(run_dir)
-    assert [r["status"] for r in records] == ["unavailable"] * 3
+    assert [r["status"] for r in records] == ["unavailable"] * 4  # CNN, Inference, RNN, Train
     assert "unavailable: environment pytorch needs Python 3.99" in (run_dir / "results.md").read_text()
 
 
