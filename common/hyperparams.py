@@ -48,7 +48,8 @@ FULL = {
         "test_samples": None,
     },
     "train": {
-        "devices": 1,  # data-parallel workers: GPUs, or on the CPU processes (or devices) sharing its cores
+        "devices": 1,  # data-parallel workers per machine: GPUs, or on the CPU processes (or devices) sharing its cores
+        "machines": 1,  # machines taking part, each with `devices` workers (the notebook runs on each: README)
         "batch_size": 64,  # per device: N devices step on N x batch_size images
         "micro_batches": 1,  # each device's batch in this many parts, gradients summed (see common/scaling.py)
         "image_size": 224,
@@ -147,7 +148,7 @@ RULES = {
     "lr": Rule("number", 0.0), "eps": Rule("number", 0.0, why="added to a denominator"),
     "momentum": _PROBABILITY, "beta1": _PROBABILITY, "beta2": _PROBABILITY,
     "conv_dropout": _PROBABILITY, "dense_dropout": _PROBABILITY,
-    "devices": _count(), "micro_batches": _count(), "warmup_steps": _count(0), "steps": _count(),
+    "devices": _count(), "machines": _count(), "micro_batches": _count(), "warmup_steps": _count(0), "steps": _count(),
 }
 
 

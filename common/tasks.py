@@ -84,7 +84,7 @@ TASKS = OrderedDict((task.key, task) for task in (
     Task("train", "Train", "Train: ResNet-50, data-parallel training throughput",
          ("parameters", "imports", "setup", "data", "model", "weights", "training", "results"),
          headline=("s_per_1000_images", "s per 1000 training images"), metrics=("s_per_1000_images", "images_per_s"),
-         digits=2, parameters=("init_weights", "export_weights")),
+         digits=2, parameters=("init_weights", "export_weights", "machine_rank", "coordinator")),
 ))
 
 

@@ -66,7 +66,8 @@ CODE["train"] = dict(CODE["inference"], **{  # a data-parallel "step" on one dev
     "training": CODE["inference"]["inference"].replace('params["features"]', "2048")})
 PARAMETER_VALUES = {"profile": '"full"', "overrides": "{}", "data_source": '"auto"', "device": '"auto"',
                     "precision": '"auto"', "compile_mode": '"default"', "threads": "0",
-                    "seed": "0", "result_path": '""', "init_weights": '""', "export_weights": '""'}
+                    "seed": "0", "result_path": '""', "init_weights": '""', "export_weights": '""',
+                    "machine_rank": "0", "coordinator": '""'}
 
 
 def toy_notebook(task):
