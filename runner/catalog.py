@@ -146,7 +146,8 @@ class Job:
 RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "ruff", "playwright"))
 # The data-parallel training task is being written framework by framework (issue 16); until a framework has its
 # notebook, its rows say so
-TRAIN_PENDING = {"train": "not written yet: the data-parallel training task has notebooks in PyTorch and JAX so far"}
+TRAIN_PENDING = {"train": "not written yet: the data-parallel training task has notebooks in PyTorch, TensorFlow and "
+                          "JAX so far"}
 KERAS_APPLICATIONS_V1 = "keras.applications' ResNet-50 is v1 (stride on the first 1x1) with convolution biases"
 # The frameworks, in table order: one entry each, with the environment it brings. A framework's notebooks
 # are notebooks/<notebook_prefix>_<task's notebook>.ipynb and its pins envs/<environment name>.txt.
@@ -157,7 +158,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
                                       framework_module="pytorch")),
     # TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's C++ start-up INFO lines stay out of the run log; warnings remain.
     Framework("tensorflow", "TensorFlow", "TensorFlow", (Variant(None, "tensorflow"),), modules=("tensorflow", "keras"),
-              not_equivalent={"inference": KERAS_APPLICATIONS_V1}, lacks=TRAIN_PENDING,
+              not_equivalent={"inference": KERAS_APPLICATIONS_V1},
               environment=Environment("tensorflow", "Rosetta: TensorFlow", kernel_env=(("TF_CPP_MIN_LOG_LEVEL", "1"),),
                                       gpu_builds=("tensorflow-cuda12.txt",), framework_module="tensorflow")),
     Framework("keras", "Keras", "Keras", (  # Keras 3 runs in its backends' environments

@@ -90,6 +90,10 @@ def test_a_data_parallel_step_is_the_single_device_step(job, tmp_path):
     assert largest_difference(whole, single, trained) > 0.2 * moved  # batch norm's statistics do matter
 
 
+# Frameworks whose train notebook runs on one machine only, and why
+ONE_MACHINE = {"TensorFlow": "MultiWorkerMirroredStrategy (TF_CONFIG) is not written yet"}
+
+
 def free_port():
     """A TCP port on the loopback address that nothing listens on now."""
     with socket.socket() as probe:
@@ -101,6 +105,8 @@ def free_port():
 def test_two_machines_over_loopback_take_the_two_device_step(job, tmp_path):
     """Two "machines" (the notebook run twice at once, one device each, machine 0 coordinating on 127.0.0.1) form
     one group of two workers, as two devices on one machine do, and take the same step."""
+    if job.framework.label in ONE_MACHINE:
+        pytest.skip("{}: {}".format(job.framework.label, ONE_MACHINE[job.framework.label]))
     require_environment(job.environment)
     params = hyperparams.for_task("train", "smoke", ONE_STEP)
     init = start_weights(params, tmp_path / "init.npz")
