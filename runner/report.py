@@ -37,7 +37,9 @@ def markdown(records, title="Results", checks=None):
 SWEEP_NOTE = ("Throughput at each value of the swept hyperparameter (sweep.png draws it): images per second (median "
               "of the passes) for inference, training samples per second over the median epoch for the trained "
               "tasks; a run that did not fit in memory says 'out of memory' and the sweep went on. Latency: the "
-              "median and 99th percentile of single-batch times (each timed with the device synchronised).")
+              "median and 99th percentile of single-batch times (each timed with the device synchronised). Efficiency "
+              "(a sweep of devices, as --devices N runs): images/s on N devices over N times images/s on one, "
+              "from the same run; on a CPU the devices share its cores, so it checks the program, not the speed-up.")
 
 
 def plot_sweep(records, path):

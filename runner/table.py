@@ -561,7 +561,8 @@ def base_label(r):
 def sweep_tables(records):
     """The sweep's tables, one per task with swept rows: a row per framework variant (base_label), a column per
     value with the throughput (images or samples per second) or the run's status; for a batch-size sweep of
-    inference with batch 1, the single-batch latency. [] for a run without a sweep."""
+    inference with batch 1, the single-batch latency; for a sweep of `devices` from 1, the scaling efficiency at
+    each other value. [] for a run without a sweep."""
     rows = [row(r) for r in records]
     tables = []
     for key, task in tasks.TASKS.items():
@@ -580,14 +581,25 @@ def sweep_tables(records):
         latency = name == "batch_size" and 1 in values and not task.trains
         if latency:
             columns.append(Column("latency", "Latency at batch 1 (ms, median / p99)", numeric=True))
+        scaled = [value for value in values if value != 1] if name == "devices" and 1 in values else []
+        columns += [Column("efficiency", "Efficiency at devices={}".format(value), numeric=True) for value in scaled]
         table_rows = []
         for line in lines:
             texts = [line] + [_sweep_cell(cells.get((line, value))) for value in values]
             if latency:
                 texts.append(_latency_text(cells[(line, 1)]) if (line, 1) in cells else "")
+            texts += [_efficiency_text(cells.get((line, 1)), cells.get((line, value)), value) for value in scaled]
             table_rows.append(Row(texts))
         tables.append(Table("{}: {} against {}".format(task.title, unit, name), columns, table_rows, [], task))
     return tables
+
+
+def _efficiency_text(one, many, devices):
+    """Scaling efficiency from the same run: throughput on `devices` over `devices` times that on one, e.g. '87%';
+    '' unless both ran."""
+    if not one or not many or one["status"] != "ok" or many["status"] != "ok" or not one["samples_per_s"]:
+        return ""
+    return "{:.0f}%".format(100.0 * many["samples_per_s"] / (devices * one["samples_per_s"]))
 
 
 def _sweep_cell(r):

@@ -366,3 +366,26 @@ def test_variant_rows_stay_apart_in_run_and_merged_tables_and_only_default_rows_
     assert "unsupported: Chainer cannot run precision=bf16" in report.markdown(table.load_records(run))
     merged = html_report.merged_markdown([run])
     assert "| PyTorch | 40.0 " in merged and "| PyTorch · bf16 · compiled | 20.0 " in merged
+
+
+def test_a_devices_sweep_shows_the_scaling_efficiency_from_the_same_run():
+    records = []
+    for framework, throughputs in (("PyTorch", (10.0, 16.0, 30.0)), ("JAX", (10.0, None, 20.0))):
+        for devices, images_per_s in zip((1, 2, 4), throughputs):
+            if images_per_s is None:
+                record = results.failure_record(framework, "train", "quick", "failed", "RuntimeError: gloo timed out",
+                                                params={"devices": devices})
+            else:
+                record = ok_record(framework, "train", s_per_1000_images=1000.0 / images_per_s,
+                                   images_per_s=images_per_s)
+                record["params"] = {"devices": devices}
+            record["sweep"] = {"devices": devices}
+            records.append(record)
+    (sweep,) = table.sweep_tables(table.order_records(records))
+    lines = table.markdown_lines(sweep)
+    assert lines[0] == ("| Framework | devices=1 | devices=2 | devices=4 | Efficiency at devices=2 | "
+                        "Efficiency at devices=4 |")
+    assert "| PyTorch | 10.0 | 16.0 | 30.0 | 80% | 75% |" in lines  # 16 / (2 x 10), 30 / (4 x 10)
+    assert "| JAX | 10.0 | failed: RuntimeError: gloo timed out | 20.0 |  | 50% |" in lines
+    batch_sweep = [dict(r, sweep={"batch_size": r["params"]["devices"]}) for r in records]
+    assert "Efficiency" not in table.markdown_lines(table.sweep_tables(batch_sweep)[0])[0]  # only for devices
