@@ -63,6 +63,15 @@ def check_device(device):
         raise DeviceError("device={!r}: use one of {}".format(device, ", ".join(repr(d) for d in DEVICES)))
 
 
+def check_machines(machines, machine_rank, coordinator):
+    """Raise ValueError, in one line, unless `machine_rank` is 0 to machines - 1 and several machines name their
+    coordinator (machine 0's "host:port")."""
+    if machines > 1 and not coordinator:
+        raise ValueError("machines={}: coordinator must name machine 0 as host:port".format(machines))
+    if not 0 <= machine_rank < machines:
+        raise ValueError("machine_rank={}: must be 0 to {} (machines={})".format(machine_rank, machines - 1, machines))
+
+
 def choose_device(device, framework, framework_gpus, why_no_gpu):
     """Decide where a notebook computes: ("gpu" or "cpu", note). The same rule for every framework.
 

@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -78,3 +79,19 @@ def test_prepare_pins_threads_and_hides_gpus(monkeypatch):
     assert calls == [[0, 1]]
     assert all(fake_environ[name] == "2" for name in environment.THREAD_VARIABLES)
     assert fake_environ["CUDA_VISIBLE_DEVICES"] == ""
+
+
+@pytest.mark.parametrize("machines, rank, coordinator, message", [
+    (2, 0, "", "machines=2: coordinator must name machine 0 as host:port"),
+    (2, 2, "10.0.0.1:29500", "machine_rank=2: must be 0 to 1 (machines=2)"),
+    (1, -1, "", "machine_rank=-1: must be 0 to 0 (machines=1)"),
+])
+def test_a_machine_that_cannot_join_is_a_one_line_error(machines, rank, coordinator, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        environment.check_machines(machines, rank, coordinator)
+
+
+def test_one_machine_and_each_of_several_with_a_coordinator_may_join():
+    environment.check_machines(1, 0, "")
+    for rank in (0, 1):
+        environment.check_machines(2, rank, "10.0.0.1:29500")
