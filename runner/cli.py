@@ -106,8 +106,9 @@ def build_parser():
     run.add_argument("-q", "--quiet", action="store_true", help="hide the notebooks' own output")
     run.add_argument("--resume", type=Path, metavar="RESULTS_DIR", help="finish an interrupted or failed run: run what "
                      "is missing, failed or interrupted in that folder, with the parameters it was started with")
-    run.add_argument("--no-equivalence", action="store_true", help="skip the check that every notebook computes "
-                     "PyTorch's results from shared weights (a few smoke-sized runs per framework)")
+    run.add_argument("--no-equivalence", action="store_true", help="skip the checks that every notebook computes "
+                     "PyTorch's results from shared weights and, with --devices N, that a data-parallel step is the "
+                     "single-device step (a few smoke-sized runs per framework)")
 
     setup = sub.add_parser("setup", help="build the environments and kernels (all, or those named); GPU builds where "
                            "nvidia-smi finds a GPU they can use")
@@ -159,8 +160,6 @@ def parse(argv):
         except ValueError as error:
             raise UsageError(str(error)) from None
         check_variants(args)
-        if args.resume is not None:
-            check_resumable(args)
         if args.data not in DATA_SOURCES:
             raise UsageError("unknown data source {!r}; use one of: {}".format(args.data, ", ".join(DATA_SOURCES)))
         if args.threads is None:
@@ -180,6 +179,8 @@ def parse(argv):
         if args.sweep:
             check_sweep(args, selected_tasks)
         args.jobs = catalog.expand(args.jobs, args.precisions, args.compile_modes, args.sweep)
+        if args.resume is not None:
+            check_resumable(args)  # the jobs as run.json stored them: with their variants and swept values
         if args.timeout is None:
             args.timeout = DEFAULT_TIMEOUT[args.profile]
         if args.timeout <= 0 or args.threads < 0:
@@ -538,6 +539,23 @@ def check_equivalence(jobs, run_dir):
     print("[equivalence] done in {}".format(_clock(time.time() - started)))
 
 
+def check_data_parallel(jobs, run_dir, overrides):
+    """Where the run trains on several devices (--devices N, or devices set above 1), check each framework's
+    data-parallel step against its single-device step, into run_dir/equivalence/."""
+    from runner import data_parallel, equivalence
+
+    def devices(job):
+        return dict([job.sweep]).get("devices") if job.sweep else overrides.get("devices", 1)
+
+    parallel = [job for job in jobs if job.task == data_parallel.TASK and (devices(job) or 1) > 1]
+    if not parallel:
+        return
+    started = time.time()
+    data_parallel.check([dataclasses.replace(job, precision="auto", compile_mode="default", sweep=())
+                         for job in parallel], run_dir / equivalence.EQUIVALENCE_DIR)
+    print("[data parallel] done in {}".format(_clock(time.time() - started)))
+
+
 def missing_packages_reason(job):
     """Why a job cannot run on its adopted interpreter (it lacks a package its variant needs), or None."""
     missing = environments.missing_packages(job.environment, job.variant.packages)
@@ -612,7 +630,7 @@ def fetch_data(task_keys, source, say=print):
 def run(args):
     """Set up missing environments, run every selected notebook, write the report; exit 1 if any notebook failed,
     130 when interrupted (the running notebook's row says so; --resume finishes the run)."""
-    from runner import equivalence, execution
+    from runner import data_parallel, equivalence, execution
     from runner import report as reporting
 
     machine = compatibility.detect()
@@ -682,8 +700,11 @@ def run(args):
                 stem = catalog.notebook_path(framework, task).stem + ("-" + variant.name if variant.name else "")
                 results.write_result(str(run_dir / (stem + execution.RECORD_SUFFIX)), record, "unavailable")
         checked = run_dir / equivalence.EQUIVALENCE_DIR / equivalence.RESULT_FILE
+        runnable = [job for job in args.jobs if job.variant.env not in unavailable]
         if not args.no_equivalence and not checked.exists():
-            check_equivalence([job for job in args.jobs if job.variant.env not in unavailable], run_dir)  # default runs
+            check_equivalence(runnable, run_dir)  # default runs
+        if not args.no_equivalence and not (checked.parent / data_parallel.DATA_PARALLEL_FILE).exists():
+            check_data_parallel(runnable, run_dir, args.overrides)
     except KeyboardInterrupt:
         interrupted = True
         print("\nInterrupted: writing the table of what finished; `python3 run_all.py run --resume {}` finishes "

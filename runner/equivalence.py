@@ -21,7 +21,7 @@ import json
 import numpy as np
 
 from common import hyperparams, tasks, weights
-from runner import catalog, execution
+from runner import catalog, data_parallel, execution
 
 # The tasks with an equivalence case (common/tasks.py: overrides of the smoke profile for the check).
 TASKS = tuple(key for key, task in tasks.TASKS.items() if task.equivalence is not None)
@@ -184,12 +184,14 @@ def document(task, results):
 
 
 def load(run_dir):
-    """The check's results of a run folder as {(task, framework label): result}; empty when it was not run."""
+    """The checks' results of a run folder as {(task, framework label): result}, with the data-parallel check's
+    (runner/data_parallel.py) under the train task; empty when none was run."""
     path = run_dir / EQUIVALENCE_DIR / RESULT_FILE
-    if not path.exists():
-        return {}
-    return {(task, result["framework"]): result for task, doc in json.loads(path.read_text()).items()
-            for result in doc["results"]}
+    checks = data_parallel.load_checks(run_dir / EQUIVALENCE_DIR)
+    if path.exists():
+        checks.update({(task, result["framework"]): result for task, doc in json.loads(path.read_text()).items()
+                       for result in doc["results"]})
+    return checks
 
 
 def check(jobs, folder, say=print):

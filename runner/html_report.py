@@ -123,7 +123,7 @@ def run_page(run_dir, records, links, checks=None):
     for task_table in model.tables:
         body += ["<h2>{}</h2>".format(_e(task_table.title)), table_html(task_table, links)]
     body += ['<p class="note">{}</p>'.format(_e(note)) for note in model.notes]
-    sweeps = table.sweep_tables(records)
+    sweeps = table.sweep_tables(records, checks)
     for sweep_table in sweeps:
         body += ["<h2>Sweep: {}</h2>".format(_e(sweep_table.title)), table_html(sweep_table, bars=False)]
     plot = Path(run_dir) / "sweep.png"

@@ -15,7 +15,8 @@ def markdown(records, title="Results", checks=None):
 
     Training time excludes compilation where a framework compiles ahead (Compile column); a framework
     that compiles inside its first epoch, or runs eagerly, shows "-" there, and the first epoch apart.
-    `checks` ({(task, label): result} from runner.equivalence.load) adds the "Same as PyTorch" column.
+    `checks` ({(task, label): result} from runner.equivalence.load) adds the checked tasks' columns: "Same as
+    PyTorch", and the data-parallel step's verdict in the train and devices-sweep tables.
     """
     model = table.build(records, checks)
     lines = ["## " + title, "", "Profile: {}. Hardware: {}.".format(", ".join(model.profiles) or "-",
@@ -26,7 +27,7 @@ def markdown(records, title="Results", checks=None):
         lines += ["", "### " + task_table.title, ""] + table.markdown_lines(task_table)
         if task_table.notes:
             lines += [""] + ["- " + note for note in task_table.notes]
-    sweeps = table.sweep_tables(records)
+    sweeps = table.sweep_tables(records, checks)
     if sweeps:
         lines += ["", "## Sweep", "", SWEEP_NOTE]
     for sweep_table in sweeps:

@@ -325,6 +325,18 @@ def same_as_pytorch(r, checks):
     return equivalence.verdict(result).replace("|", "/") if result else "not checked"
 
 
+def data_parallel_text(r, checks):
+    """The cell saying whether a train row's framework takes the single-device step on several devices
+    (runner/data_parallel.py); '' for a variant's row, which the check does not run, or where it was not checked."""
+    from runner import data_parallel
+
+    if r["task"] != data_parallel.TASK or (r.get("precision_asked") or "auto", r.get("compile") or "default") != \
+            variants.DEFAULT:
+        return ""
+    result = checks.get((r["task"], results.label(r["framework"], r.get("variant"))))
+    return data_parallel.verdict(result).replace("|", "/") if result else ""
+
+
 def headline_text(r, task):
     """The task's headline figure of a row, with the task's decimals."""
     return number(r[task.headline[0]], task.digits)
@@ -376,6 +388,10 @@ MEMORY_NOTE = ("Peak RSS: the notebook process's largest resident memory inside 
                "only host memory.")
 HOST_TO_DEVICE_NOTE = ("Inference: every framework's timed loop starts from batches in host memory (NumPy) and "
                        "includes their copy to the device.")
+DATA_PARALLEL_NOTE = ("Data-parallel step: from one weight file, does one SGD step on 2 devices (on a CPU: its logical "
+                      "devices or worker processes) give the weights of one step on one device with the same 16 "
+                      "images, split in 2 micro-batches so that batch norm sees each device's statistics? "
+                      "(`runner/data_parallel.py`, on the CPU with 8 images of the smoke size per device.)")
 EQUIVALENCE_NOTE = ("Same as PyTorch: from one shared weight file, does the notebook compute PyTorch's logits and "
                     "training step, or ResNet-50's features? (`runner/equivalence.py`, on the CPU with smoke-sized "
                     "data).")
@@ -385,9 +401,13 @@ MERGED_NOTE = ("Each column is one results folder: its hardware and profile. Cel
 
 
 def notes(checks=None):
-    """The notes that explain a run's tables, in order; the equivalence note only where there are checks."""
+    """The notes that explain a run's tables, in order; a check's note only where it ran."""
+    from runner import data_parallel
+
+    checked_tasks = {task for task, _ in checks or {}}
     return [TIMING_NOTE, ACCURACY_NOTE, FLOPS_NOTE, MEMORY_NOTE, PRECISION_NOTE, HOST_TO_DEVICE_NOTE] + (
-        [EQUIVALENCE_NOTE] if checks else [])
+        [EQUIVALENCE_NOTE] if checked_tasks - {data_parallel.TASK} else []) + (
+        [DATA_PARALLEL_NOTE] if data_parallel.TASK in checked_tasks else [])
 
 
 def row_notes(rows):
@@ -427,7 +447,7 @@ class Column:
     numeric: bool = False  # right-aligned
     applies: Callable = _everywhere  # (common.tasks.Task) -> whether the task's table has the column
     headline: bool = False  # the task's headline figure (report.html draws a bar beside it)
-    needs_checks: bool = False  # only in a run with equivalence checks (runner/equivalence.py)
+    needs_checks: bool = False  # only where the run checked the task (runner/equivalence.py, runner/data_parallel.py)
     needs_values: bool = False  # only where a row has a value under `key` (GPU counters, single-batch latency)
 
 
@@ -448,6 +468,10 @@ def _headline_is(metric):
 
 def _checked(task):
     return task.equivalence is not None
+
+
+def _data_parallel(task):
+    return task.key == "train"
 
 
 def _spread_text(r, context):
@@ -498,6 +522,8 @@ COLUMNS = (
     Column("status", "Status", lambda r, c: status_text(r)),
     Column("same_as_pytorch", "Same as PyTorch", lambda r, c: same_as_pytorch(r, c.checks) or "", applies=_checked,
            needs_checks=True),
+    Column("data_parallel", "Data-parallel step = one device's", lambda r, c: data_parallel_text(r, c.checks),
+           applies=_data_parallel, needs_checks=True),
 )
 
 
@@ -531,8 +557,10 @@ class Results:
 
 
 def columns_for(task, checks=None):
-    """The columns of a task's table, in order; the 'Same as PyTorch' column only where there are checks."""
-    return [c for c in COLUMNS if c.applies(task) and (checks or not c.needs_checks)]
+    """The columns of a task's table, in order; a check's column ('Same as PyTorch', the data-parallel step) only
+    where `checks` has results of the task."""
+    checked = any(key == task.key for key, _ in checks or {})
+    return [c for c in COLUMNS if c.applies(task) and (checked or not c.needs_checks)]
 
 
 def task_table(task, rows, checks=None):
@@ -558,11 +586,12 @@ def base_label(r):
     return label(dict(r, sweep_key=None))
 
 
-def sweep_tables(records):
+def sweep_tables(records, checks=None):
     """The sweep's tables, one per task with swept rows: a row per framework variant (base_label), a column per
     value with the throughput (images or samples per second) or the run's status; for a batch-size sweep of
     inference with batch 1, the single-batch latency; for a sweep of `devices` from 1, the scaling efficiency at
-    each other value. [] for a run without a sweep."""
+    each other value, and with `checks` (runner.equivalence.load) the data-parallel check's verdict. [] for a run
+    without a sweep."""
     rows = [row(r) for r in records]
     tables = []
     for key, task in tasks.TASKS.items():
@@ -583,12 +612,17 @@ def sweep_tables(records):
             columns.append(Column("latency", "Latency at batch 1 (ms, median / p99)", numeric=True))
         scaled = [value for value in values if value != 1] if name == "devices" and 1 in values else []
         columns += [Column("efficiency", "Efficiency at devices={}".format(value), numeric=True) for value in scaled]
+        verdicts = name == "devices" and any(checked == key for checked, _ in checks or {})
+        if verdicts:
+            columns.append(next(column for column in COLUMNS if column.key == "data_parallel"))
         table_rows = []
         for line in lines:
             texts = [line] + [_sweep_cell(cells.get((line, value))) for value in values]
             if latency:
                 texts.append(_latency_text(cells[(line, 1)]) if (line, 1) in cells else "")
             texts += [_efficiency_text(cells.get((line, 1)), cells.get((line, value)), value) for value in scaled]
+            if verdicts:
+                texts.append(data_parallel_text(next(r for r in swept if base_label(r) == line), checks))
             table_rows.append(Row(texts))
         tables.append(Table("{}: {} against {}".format(task.title, unit, name), columns, table_rows, [], task))
     return tables

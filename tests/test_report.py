@@ -92,9 +92,9 @@ def test_the_equivalence_check_fills_a_same_as_pytorch_column(tmp_path):
         json.dumps({"rnn": equivalence.document("rnn", checked)}))
     text = report.write_report(run_dir)
     assert "| Accuracy | Status | Same as PyTorch |" in text and table.EQUIVALENCE_NOTE in text
-    assert text.count("| ok | reference |") == 2 and "| ok | yes (logits within 1.5e-07) |" in text  # rnn and inference
+    assert text.count("| ok | reference |") == 1 and "| ok | yes (logits within 1.5e-07) |" in text
     assert "| ok | no: reset gate / before |" in text and "| ok | not checked |" in text  # MXNet was not checked
-    assert "| 200.0 |  |  |  | ok | reference |\n" in text
+    assert "| 200.0 |  |  |  | ok |\n" in text  # no check of inference ran: no such column there
     page = (run_dir / "report.html").read_text()
     assert "Same as PyTorch" in page and "no: reset gate / before" in page
     rows = {(r["task"], r["framework"]): r for r in json.loads((run_dir / "results.json").read_text())["rows"]}
@@ -293,8 +293,10 @@ def test_each_column_is_declared_once_and_the_task_chooses_its_columns():
         assert ("Accuracy" in [c.heading for c in columns]) == task.trains
         assert ("Model" in [c.heading for c in columns]) != task.trains
         assert "Same as PyTorch" not in [c.heading for c in columns]
-        checked = [c.heading for c in table.columns_for(task, {("x", "y"): {}})]
+        assert table.columns_for(task, {("another task", "y"): {}}) == columns
+        checked = [c.heading for c in table.columns_for(task, {(task.key, "y"): {}})]
         assert (checked[-1] == "Same as PyTorch") == (task.equivalence is not None), task  # only tasks the check covers
+        assert (checked[-1] == "Data-parallel step = one device's") == (task.key == "train"), task
     assert all(any(column.applies(task) for task in tasks.TASKS.values()) for column in table.COLUMNS)
 
 
@@ -389,3 +391,34 @@ def test_a_devices_sweep_shows_the_scaling_efficiency_from_the_same_run():
     assert "| JAX | 10.0 | failed: RuntimeError: gloo timed out | 20.0 |  | 50% |" in lines
     batch_sweep = [dict(r, sweep={"batch_size": r["params"]["devices"]}) for r in records]
     assert "Efficiency" not in table.markdown_lines(table.sweep_tables(batch_sweep)[0])[0]  # only for devices
+
+
+def test_the_data_parallel_check_fills_its_column_in_the_train_and_sweep_tables(tmp_path):
+    import json
+
+    from runner import data_parallel, equivalence
+
+    records = []
+    for framework in ("PyTorch", "JAX", "TensorFlow"):
+        for devices in (1, 2):
+            record = ok_record(framework, "train", s_per_1000_images=100.0 / devices, images_per_s=10.0 * devices)
+            record.update(params={"devices": devices}, sweep={"devices": devices})
+            records.append(record)
+    run_dir = write_run(tmp_path / "run", "smoke", records)
+    base = {"task": "train", "devices": 2, "failures": [], "share": None}
+    checked = [dict(base, framework="PyTorch", moved=0.45, max_abs=0.0, allowed=1e-5),
+               dict(base, framework="JAX", moved=0.45, max_abs=9e-3, allowed=0.0225, share="XLA | apart"),
+               {"framework": "TensorFlow", "task": "train", "error": "TensorFlow_Train failed: ValueError: x"}]
+    (run_dir / equivalence.EQUIVALENCE_DIR).mkdir()
+    (run_dir / equivalence.EQUIVALENCE_DIR / data_parallel.DATA_PARALLEL_FILE).write_text(
+        json.dumps({"results": checked}))
+    text = report.write_report(run_dir)
+    assert table.DATA_PARALLEL_NOTE in text and table.EQUIVALENCE_NOTE not in text
+    assert "| Status | Data-parallel step = one device's |" in text  # the train table
+    assert "| PyTorch · devices=2 |" in text and text.count("| ok | yes (0.0e+00 of a 0.45 step) |") == 2
+    assert "| ok | within 5% of the step (9.0e-03 of a 0.45 step; XLA / apart) |" in text
+    assert "| ok | check failed: TensorFlow_Train failed: ValueError: x |" in text
+    sweep = text.split("## Sweep")[1]
+    assert "| Efficiency at devices=2 | Data-parallel step = one device's |" in sweep
+    assert "| PyTorch | 10.0 | 20.0 | 100% | yes (0.0e+00 of a 0.45 step) |" in sweep
+    assert "Data-parallel step" in (run_dir / "report.html").read_text()

@@ -426,6 +426,15 @@ def test_resume_refuses_changed_notebooks_and_new_parameters(fixture_catalog, tm
     assert "run.json cannot be read" in capsys.readouterr().err
 
 
+def test_a_sweep_resumes_with_its_swept_runs(fixture_catalog, tmp_path, capsys):
+    assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--sweep", "epochs=1,2", "--results", str(tmp_path),
+                     "-q"]) == 0
+    (run_dir,) = run_dirs(tmp_path)
+    capsys.readouterr()
+    assert cli.main(["run", "--resume", str(run_dir), "-q"]) == 0
+    assert "0 of its 2 notebooks to run" in capsys.readouterr().out
+
+
 def test_each_dataset_is_fetched_once_before_the_notebooks(tmp_path, data_cache, monkeypatch, capsys):
     """fetch_data: a dataset that can be had is cached and verified for the notebooks ('auto' stays); one that
     cannot sends 'auto' notebooks to the stand-in at once and stops a 'real' run with the download's reason."""
