@@ -146,8 +146,8 @@ class Job:
 RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "ruff", "playwright"))
 # The data-parallel training task is being written framework by framework (issue 16); until a framework has its
 # notebook, its rows say so
-TRAIN_PENDING = {"train": "not written yet: the data-parallel training task has notebooks in PyTorch, TensorFlow and "
-                          "JAX so far"}
+TRAIN_PENDING = {"train": "not written yet: the data-parallel training task has notebooks in PyTorch, TensorFlow, JAX "
+                          "and MXNet so far"}
 KERAS_APPLICATIONS_V1 = "keras.applications' ResNet-50 is v1 (stride on the first 1x1) with convolution biases"
 # The frameworks, in table order: one entry each, with the environment it brings. A framework's notebooks
 # are notebooks/<notebook_prefix>_<task's notebook>.ipynb and its pins envs/<environment name>.txt.
@@ -173,7 +173,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
                "reset and update gates get one bias where the reference has two"},
         environment=Environment("jax", "Rosetta: JAX", gpu_builds=("jax-cuda13.txt", "jax-cuda12.txt"),
                                 framework_module="jax")),
-    Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),), lacks=TRAIN_PENDING, modules=("mxnet",), not_equivalent={
+    Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),), modules=("mxnet",), not_equivalent={
         "inference": "the Gluon model zoo's resnet50_v1 is v1 (stride on the first 1x1 convolution)"},
         environment=Environment("mxnet", "Rosetta: MXNet", gpu_builds=("mxnet-cuda112.txt",),
                                 framework_module="mxnet")),
