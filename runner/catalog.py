@@ -146,8 +146,18 @@ class Job:
 RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "ruff", "playwright"))
 # The data-parallel training task is being written framework by framework (issue 16); until a framework has its
 # notebook, its rows say so
-TRAIN_PENDING = {"train": "not written yet: the data-parallel training task has notebooks in PyTorch, TensorFlow, JAX "
-                          "and MXNet so far"}
+TRAIN_PENDING = {"train": "not written yet: the data-parallel training task has notebooks in PyTorch, TensorFlow, "
+                          "Keras 3, JAX and MXNet so far"}
+# Frameworks with no data-parallel engine that runs here: their train rows say why
+NO_DATA_PARALLEL = {
+    "keras2": "no data-parallel engine: Keras 2.3's multi_gpu_model runs on the TensorFlow backend only, and Keras 2 "
+              "runs here on CNTK and Theano",
+    "lasagne": "no data-parallel engine: Theano has none of its own (its multi-GPU training was the separate Platoon "
+               "project, GPUs only)",
+    "caffe": "no data-parallel engine here: Caffe 1.0 trains on several devices only as one solver per GPU joined by "
+             "NCCL; this CPU build has no NCCL (caffe.has_nccl() is False) and no GPU build is packaged anywhere "
+             "reachable",
+}
 KERAS_APPLICATIONS_V1 = "keras.applications' ResNet-50 is v1 (stride on the first 1x1) with convolution biases"
 # The frameworks, in table order: one entry each, with the environment it brings. A framework's notebooks
 # are notebooks/<notebook_prefix>_<task's notebook>.ipynb and its pins envs/<environment name>.txt.
@@ -167,7 +177,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
                                  "once per occurrence of a token, before repeated tokens are summed"}}),
         Variant("jax", "jax", (("backend", "jax"),), packages=("keras",)),
         Variant("torch", "pytorch", (("backend", "torch"),), packages=("keras",)),
-    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, lacks=TRAIN_PENDING, modules=("keras",)),
+    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, modules=("keras",)),
     Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), modules=("jax", "flax", "optax"), not_equivalent={
         "rnn": "Flax's GRUCell has no recurrent bias: the new gate's one (inside the reset product) is lost and the "
                "reset and update gates get one bias where the reference has two"},
@@ -193,18 +203,19 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("keras2", "Keras 2", "Keras2", (
         Variant("cntk", "cntk", (("backend", "cntk"),), packages=("keras",)),
         Variant("theano", "theano", (("backend", "theano"),), packages=("keras",)),
-    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, lacks=TRAIN_PENDING, modules=("keras",),
-        environment=Environment("theano", "Rosetta: Theano", python="3.8", framework_module="theano",
+    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, lacks={"train": NO_DATA_PARALLEL["keras2"]},
+        modules=("keras",), environment=Environment("theano", "Rosetta: Theano", python="3.8", framework_module="theano",
                                 kernel_env=(("THEANO_FLAGS", "floatX=float32,base_compiledir={env}/theano-compiledir"),))),
     # Lasagne 0.1, layers over Theano's symbolic graphs, in the Theano environment that Keras 2 brings
     Framework("lasagne", "Lasagne", "Lasagne", (Variant(None, "theano", packages=("lasagne",)),),
-              lacks=TRAIN_PENDING, modules=("lasagne", "theano"), not_equivalent={
+              lacks={"train": NO_DATA_PARALLEL["lasagne"]}, modules=("lasagne", "theano"), not_equivalent={
         "rnn": "Lasagne's GRULayer has one bias per gate, on the input side: the new gate's recurrent bias (inside the "
                "reset product) has no place"}),
     # BVLC Caffe 1.0, Debian 11's CPU build with its libraries extracted from bullseye (envs/caffe-debian.txt), on a
     # Python 3.9 with libpython3.9.so for Debian's Boost.Python; OpenBLAS as its libblas.so.3; a stand-in for the
     # OpenCV library it links and no notebook calls; glog at level 2, else Caffe logs every layer it builds
-    Framework("caffe", "Caffe", "Caffe", (Variant(None, "caffe"),), lacks=TRAIN_PENDING, modules=("caffe",),
+    Framework("caffe", "Caffe", "Caffe", (Variant(None, "caffe"),), lacks={"train": NO_DATA_PARALLEL["caffe"]},
+              modules=("caffe",),
               environment=Environment("caffe", "Rosetta: Caffe", python="3.9", python_shared=True,
                                       kernel_env=(("GLOG_minloglevel", "2"),),
                                       library_aliases=(("libblas.so.3", "libblas.so.3"),

@@ -2,9 +2,11 @@
 devices (on the CPU: logical devices or worker processes sharing it) and one on 1 device with the whole batch, from
 the same weights and images, and the weights they export are compared.
 
-Batch norm keeps per-device statistics in every framework's data-parallel step, so the single-device run splits its
-batch in 2 micro-batches (gradients summed), which reproduces them. A control run on one device without the split
-(its statistics are the whole batch's) must differ, which shows that the comparison can fail. Every run has one CPU
+Batch norm keeps per-device statistics in the data-parallel step of every framework but those in
+SYNCHRONISED_BATCH_NORM, so the single-device run splits its batch in 2 micro-batches (gradients summed), which
+reproduces them; for a framework whose batch norm takes the whole batch's statistics, the single-device run takes the
+whole batch. A control run on one device, with the batch the other way (whole where the check splits it, split where
+it does not), must differ, which shows that the comparison can fail. Every run has one CPU
 thread (the devices or worker processes of the data-parallel run share it): this step (lr 0.1, batch norm over 8
 small images) amplifies rounding so much that the same single-device step with two threads instead of one moves
 PyTorch's first convolution by 1.5e-2 (MXNet's by 6.9e-3), which would hide what is checked.
@@ -29,12 +31,21 @@ TOLERANCE = 1e-5
 # rounding differs, and this step amplifies rounding (PyTorch's own step with two threads instead of one moves its
 # weights by 1.5e-2), so they are held to a share of the largest weight change instead of TOLERANCE
 STEP_SHARE = {"JAX": (0.05, "XLA compiles the one-device, the two-device and the two-process step apart: 2e-2 of "
-                             "the step measured")}
+                             "the step measured"),
+              "Keras (jax)": (0.05, "XLA compiles the one-device and the two-device step apart: 1.5e-2 of the step "
+                                    "measured")}
+# Frameworks whose data-parallel step normalises over the whole step's batch (across devices), and why
+SYNCHRONISED_BATCH_NORM = {"Keras (jax)": "keras.distribution runs one program over the whole batch"}
 DATA_PARALLEL_FILE = "data_parallel.json"  # in a run folder's equivalence/ folder
 
 
 class StepError(RuntimeError):
-    """A notebook run of the check failed; the message is its first error line."""
+    """A notebook run of the check did not finish; the message is its first error line, `status` its record's
+    ('failed', 'unsupported' where the notebook refused, ...)."""
+
+    def __init__(self, message, status="failed"):
+        super().__init__(message)
+        self.status = status
 
 
 def params():
@@ -65,7 +76,7 @@ def one_step(job, folder, init, threads, overrides, **parameters):
                        "export_weights": str(exported)})
     record = execution.run_job(job, folder, "smoke", parameters, timeout=600, show_output=False)
     if record["status"] != "ok":
-        raise StepError("{} {}: {}".format(job.stem, record["status"], record["error"]))
+        raise StepError("{} {}: {}".format(job.stem, record["status"], record["error"]), record["status"])
     return record, exported
 
 
@@ -86,22 +97,25 @@ def allowed_difference(label, moved):
 
 
 def check_job(job, folder, control=False):
-    """Run one step on DEVICES devices and on one device with the batch in DEVICES micro-batches (and, with
-    `control`, on one device without the split) in `folder`; the result lists every failed check in 'failures'."""
+    """Run one step on DEVICES devices and one on one device with the whole batch, in DEVICES micro-batches unless
+    the framework synchronises batch norm (and, with `control`, on one device with the batch the other way) in
+    `folder`; the result lists every failed check in 'failures'."""
     folder.mkdir(parents=True, exist_ok=True)
     init = start_weights(folder / "init.npz")
-    per_device = params()["batch_size"]
-    runs = {"parallel": dict(devices=DEVICES), "single": dict(devices=1, batch_size=DEVICES * per_device,
-                                                               micro_batches=DEVICES)}
+    whole = dict(devices=1, batch_size=DEVICES * params()["batch_size"])
+    split = dict(whole, micro_batches=DEVICES)
+    synchronised = job.label in SYNCHRONISED_BATCH_NORM
+    runs = {"parallel": dict(devices=DEVICES), "single": whole if synchronised else split}
     if control:
-        runs["whole_batch"] = dict(devices=1, batch_size=DEVICES * per_device)
+        runs["control"] = split if synchronised else whole
     stepped = {tag: load(one_step(job, folder / tag, init, 1, overrides)[1]) for tag, overrides in runs.items()}
     start = load(init)
     trained = [name for name in start if not name.endswith(("running_mean", "running_var"))]
     result = {"job": job.stem, "framework": job.label, "task": TASK, "devices": DEVICES,
               "moved": largest_difference(stepped["parallel"], start, trained),
               "max_abs": largest_difference(stepped["parallel"], stepped["single"], trained),
-              "share": STEP_SHARE.get(job.label, (None, None))[1], "failures": []}
+              "share": STEP_SHARE.get(job.label, (None, None))[1],
+              "synchronised": SYNCHRONISED_BATCH_NORM.get(job.label), "failures": []}
     result["allowed"] = allowed_difference(job.label, result["moved"])
     if result["moved"] <= 1e-3:
         result["failures"].append("the step moved no weight by more than {:.1e}".format(result["moved"]))
@@ -109,19 +123,24 @@ def check_job(job, folder, control=False):
         result["failures"].append("{} devices differ from one by up to {:.1e} (allowed {:.1e})".format(
             DEVICES, result["max_abs"], result["allowed"]))
     if control:
-        result["whole_batch_max_abs"] = largest_difference(stepped["whole_batch"], stepped["single"], trained)
-        if result["whole_batch_max_abs"] <= 0.2 * result["moved"]:
+        result["control_max_abs"] = largest_difference(stepped["control"], stepped["single"], trained)
+        if result["control_max_abs"] <= 0.2 * result["moved"]:
             result["failures"].append("batch norm's statistics made no difference: the check cannot fail")
     return result
 
 
 def verdict(result):
-    """One short table cell: 'yes (...)' or 'check failed: ...'."""
+    """One short table cell: 'yes (...)', 'within 5% of the step (...)', 'not checked: ...' where the notebook
+    refuses several devices, or 'check failed: ...'."""
+    if result.get("status") == "unsupported":
+        return "not checked: " + result["error"].split(": ", 1)[-1]
     if result.get("error"):
         return "check failed: " + result["error"]
     if result["failures"]:
         return "check failed: " + "; ".join(result["failures"])
     within = "{:.1e} of a {:.2g} step".format(result["max_abs"], result["moved"])
+    if result.get("synchronised"):
+        within += "; batch norm over the whole batch"
     if result.get("share"):
         return "within {:.0%} of the step ({}; {})".format(result["allowed"] / result["moved"], within,
                                                           result["share"])
@@ -140,7 +159,8 @@ def check(jobs, folder, say=print):
         try:
             result = check_job(job, folder / job.stem)
         except StepError as error:
-            result = {"job": job.stem, "framework": job.label, "task": TASK, "error": str(error)}
+            result = {"job": job.stem, "framework": job.label, "task": TASK, "error": str(error),
+                      "status": error.status}
         say("[data parallel] {}: {}".format(job.label, verdict(result)))
         results.append(result)
     folder.mkdir(parents=True, exist_ok=True)

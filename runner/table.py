@@ -390,8 +390,9 @@ HOST_TO_DEVICE_NOTE = ("Inference: every framework's timed loop starts from batc
                        "includes their copy to the device.")
 DATA_PARALLEL_NOTE = ("Data-parallel step: from one weight file, does one SGD step on 2 devices (on a CPU: its logical "
                       "devices or worker processes) give the weights of one step on one device with the same 16 "
-                      "images, split in 2 micro-batches so that batch norm sees each device's statistics? "
-                      "(`runner/data_parallel.py`, on the CPU with 8 images of the smoke size per device.)")
+                      "images, split in 2 micro-batches so that batch norm sees each device's statistics (whole, "
+                      "where the framework's batch norm normalises over the whole batch)? (`runner/data_parallel.py`, "
+                      "on the CPU with 8 images of the smoke size per device.)")
 EQUIVALENCE_NOTE = ("Same as PyTorch: from one shared weight file, does the notebook compute PyTorch's logits and "
                     "training step, or ResNet-50's features? (`runner/equivalence.py`, on the CPU with smoke-sized "
                     "data).")
