@@ -147,7 +147,7 @@ RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "ruff"
 # The data-parallel training task is being written framework by framework (issue 16); until a framework has its
 # notebook, its rows say so
 TRAIN_PENDING = {"train": "not written yet: the data-parallel training task has notebooks in PyTorch, TensorFlow, "
-                          "Keras 3, JAX and MXNet so far"}
+                          "Keras 3, JAX, MXNet and Chainer so far"}
 # Frameworks with no data-parallel engine that runs here: their train rows say why
 NO_DATA_PARALLEL = {
     "keras2": "no data-parallel engine: Keras 2.3's multi_gpu_model runs on the TensorFlow backend only, and Keras 2 "
@@ -187,8 +187,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
         "inference": "the Gluon model zoo's resnet50_v1 is v1 (stride on the first 1x1 convolution)"},
         environment=Environment("mxnet", "Rosetta: MXNet", gpu_builds=("mxnet-cuda112.txt",),
                                 framework_module="mxnet")),
-    Framework("chainer", "Chainer", "Chainer", (Variant(None, "chainer"),), modules=("chainer",), lacks=TRAIN_PENDING,
-              not_equivalent={
+    Framework("chainer", "Chainer", "Chainer", (Variant(None, "chainer"),), modules=("chainer",), not_equivalent={
         "inference": "Chainer's ResNet50Layers is the Caffe v1 (stride on the first 1x1 convolution)"},
         # CPU only: envs/chainer.txt says why
         environment=Environment("chainer", "Rosetta: Chainer", framework_module="chainer")),
