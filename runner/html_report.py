@@ -126,10 +126,13 @@ def run_page(run_dir, records, links, checks=None):
     sweeps = table.sweep_tables(records, checks)
     for sweep_table in sweeps:
         body += ["<h2>Sweep: {}</h2>".format(_e(sweep_table.title)), table_html(sweep_table, bars=False)]
-    plot = Path(run_dir) / "sweep.png"
-    if sweeps and plot.exists():  # inline, so that the page stays one self-contained file
-        body.append('<p><img alt="throughput against the swept value" src="data:image/png;base64,{}"></p>'.format(
-            base64.b64encode(plot.read_bytes()).decode("ascii")))
+    plots = (("sweep.png", "throughput against the swept value"),
+             ("scaling.png", "measured scaling efficiency beside the prediction"))
+    for name, alt in plots:
+        plot = Path(run_dir) / name
+        if sweeps and plot.exists():  # inline, so that the page stays one self-contained file
+            body.append('<p><img alt="{}" src="data:image/png;base64,{}"></p>'.format(
+                alt, base64.b64encode(plot.read_bytes()).decode("ascii")))
     body += ["<h2>Environment</h2>", _environment_table(records),
              '<p class="note">Each framework name links to its executed notebook. Tables: results.md, results.csv, '
              'results.json; plot: results.png.</p>']

@@ -1,6 +1,7 @@
 """A run's report files: results.md (the table model of runner/table.py as Markdown), results.csv and results.json
-(the flat rows), results.png (one bar chart per task), sweep.png in a sweep (throughput against the swept value)
-and, through runner/html_report.py, report.html."""
+(the flat rows), results.png (one bar chart per task), sweep.png in a sweep (throughput against the swept value),
+scaling.png in a sweep of devices on GPUs (measured efficiency beside the prediction) and, through
+runner/html_report.py, report.html."""
 
 import csv
 import json
@@ -174,6 +175,28 @@ def plot_scaling(path, measured=None):
     return path
 
 
+def measured_scaling(records):
+    """plot_scaling's measured points from a run's sweep of `devices` on GPUs (the train task, as --devices N runs it):
+    {framework variant: (one-GPU step time in s, {N: efficiency})}, the step time of one GPU's `batch_size` images,
+    the efficiency images/s on N over N times that on one, from the same run. {} where no sweep ran on GPUs: on a
+    CPU the devices share its cores, and the prediction, which is for GPUs and their links, does not apply."""
+    from common import gpu
+
+    runs = {}
+    for record in records:
+        r = table.row(record)
+        if r["task"] == "train" and r["sweep_key"] == "devices" and r["status"] == "ok" and r["samples_per_s"] and \
+                gpu.device_kind(r["device"]) == "gpu":
+            runs.setdefault(table.base_label(r), {})[r["sweep_value"]] = (r["samples_per_s"],
+                                                                         record["params"]["batch_size"])
+    points = {}
+    for label, by_devices in runs.items():
+        if 1 in by_devices and len(by_devices) > 1:
+            one, batch = by_devices[1]
+            points[label] = (batch / one, {n: per_s / (n * one) for n, (per_s, _) in by_devices.items() if n != 1})
+    return points
+
+
 def write_report(run_dir):
     """Write results.md, .csv, .json, results.png and report.html (with notebooks as HTML); return the Markdown."""
     from runner import equivalence
@@ -191,5 +214,8 @@ def write_report(run_dir):
     (run_dir / "results.json").write_text(json.dumps({"rows": rows, "records": records}, indent=1) + "\n")
     plot(records, run_dir / "results.png")
     plot_sweep(records, run_dir / "sweep.png")
+    measured = measured_scaling(records)
+    if measured:  # a GPU sweep of devices: its efficiency beside the prediction
+        plot_scaling(run_dir / "scaling.png", measured)
     html_report.write_run_page(run_dir, records, checks)
     return text

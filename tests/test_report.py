@@ -422,3 +422,39 @@ def test_the_data_parallel_check_fills_its_column_in_the_train_and_sweep_tables(
     assert "| Efficiency at devices=2 | Data-parallel step = one device's |" in sweep
     assert "| PyTorch | 10.0 | 20.0 | 100% | yes (0.0e+00 of a 0.45 step) |" in sweep
     assert "Data-parallel step" in (run_dir / "report.html").read_text()
+
+
+def test_a_gpu_sweep_of_devices_draws_its_efficiency_beside_the_prediction(tmp_path):
+    """report.measured_scaling: one GPU's step time (its batch over images/s on one) and the efficiency at each other
+    value, for scaling.png; nothing for a CPU sweep, whose devices share the cores."""
+    records = []
+    for device, framework in (("cuda:0", "PyTorch"), ("cpu", "JAX")):
+        for devices, per_s in ((1, 500.0), (2, 900.0), (4, 1600.0)):
+            record = ok_record(framework, "train", s_per_1000_images=1000.0 / per_s, images_per_s=per_s)
+            record.update(device=device, params={"devices": devices, "batch_size": 64}, sweep={"devices": devices})
+            records.append(record)
+    measured = report.measured_scaling(records)
+    assert list(measured) == ["PyTorch"]
+    step, efficiency = measured["PyTorch"]
+    assert step == pytest.approx(64 / 500.0) and efficiency == pytest.approx({2: 0.9, 4: 0.8})
+    gpu_run = write_run(tmp_path / "gpu", "full", records)
+    report.write_report(gpu_run)
+    assert (gpu_run / "scaling.png").read_bytes()[:4] == b"\x89PNG"
+    assert "measured scaling efficiency beside the prediction" in (gpu_run / "report.html").read_text()
+    cpu_run = write_run(tmp_path / "cpu", "full", [r for r in records if r["device"] == "cpu"])
+    report.write_report(cpu_run)
+    assert not (cpu_run / "scaling.png").exists()
+
+
+def test_the_data_parallel_verdict_names_synchronised_batch_norm_and_refusals():
+    from runner import data_parallel
+
+    synchronised = {"framework": "Keras (jax)", "task": "train", "devices": 2, "moved": 0.41, "max_abs": 6.4e-3,
+                    "allowed": 0.0205, "share": "XLA", "synchronised": "one program", "failures": []}
+    assert data_parallel.verdict(synchronised) == \
+        "within 5% of the step (6.4e-03 of a 0.41 step; batch norm over the whole batch; XLA)"
+    refused = {"framework": "Keras (torch)", "task": "train", "status": "unsupported",
+               "error": "Keras_Train-torch unsupported: Keras on torch cannot run devices=2: no engine"}
+    assert data_parallel.verdict(refused) == "not checked: Keras on torch cannot run devices=2: no engine"
+    failed = dict(refused, status="failed", error="Keras_Train-torch failed: ValueError: x")
+    assert data_parallel.verdict(failed) == "check failed: Keras_Train-torch failed: ValueError: x"
