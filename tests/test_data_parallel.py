@@ -42,7 +42,6 @@ def test_a_data_parallel_step_is_the_single_device_step(job, tmp_path):
 # Frameworks whose train notebook runs on one machine only, and why
 ONE_MACHINE = {"TensorFlow": "MultiWorkerMirroredStrategy (TF_CONFIG) is not written yet",
                "MXNet": "the dist_sync kvstore (a scheduler and servers beside the workers) is not written yet",
-               "Keras (jax)": "keras.distribution.initialize across machines is not written yet",
                "Chainer": "mpiexec across machines (a host file, ssh between them) is not written yet",
                **{label: "runs on one device" for label in ONE_DEVICE}}
 
