@@ -545,9 +545,9 @@ def check_data_parallel(jobs, run_dir, overrides):
     from runner import data_parallel, equivalence
 
     def devices(job):
-        return dict([job.sweep]).get("devices") if job.sweep else overrides.get("devices", 1)
+        return dict([job.sweep] if job.sweep else []).get("devices", overrides.get("devices", 1))
 
-    parallel = [job for job in jobs if job.task == data_parallel.TASK and (devices(job) or 1) > 1]
+    parallel = [job for job in jobs if job.task == data_parallel.TASK and devices(job) > 1]
     if not parallel:
         return
     started = time.time()

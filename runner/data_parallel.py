@@ -148,7 +148,7 @@ def verdict(result):
 
 
 def check(jobs, folder, say=print):
-    """Check the data-parallel step of each train job (the first variant of each framework label); write
+    """Check the data-parallel step of each train job (once per row label: each Keras backend is a row); write
     folder/DATA_PARALLEL_FILE; return the results."""
     results, seen = [], set()
     for job in jobs:

@@ -330,10 +330,9 @@ def data_parallel_text(r, checks):
     (runner/data_parallel.py); '' for a variant's row, which the check does not run, or where it was not checked."""
     from runner import data_parallel
 
-    if r["task"] != data_parallel.TASK or (r.get("precision_asked") or "auto", r.get("compile") or "default") != \
-            variants.DEFAULT:
+    if r["task"] != data_parallel.TASK or not is_default(dict(r, sweep_key=None)):  # a devices sweep's rows count
         return ""
-    result = checks.get((r["task"], results.label(r["framework"], r.get("variant"))))
+    result = checks.get((r["task"], base_label(r)))
     return data_parallel.verdict(result).replace("|", "/") if result else ""
 
 
