@@ -5,8 +5,8 @@ weights agree; a control run with the batch the other way differs. A notebook th
 (Keras on TensorFlow or torch) refuses, with the reason.
 
 Across machines: the notebook run twice at once, as two "machines" with one device each over the loopback address
-(machine 0 coordinating: torchrun's --nnodes, jax.distributed.initialize), takes the step of two devices on one
-machine.
+(machine 0 coordinating: torchrun's --nnodes, jax.distributed.initialize; TensorFlow's TF_CONFIG naming both), takes
+the step of two devices on one machine.
 """
 
 import concurrent.futures
@@ -40,10 +40,12 @@ def test_a_data_parallel_step_is_the_single_device_step(job, tmp_path):
 
 
 # Frameworks whose train notebook runs on one machine only, and why
-ONE_MACHINE = {"TensorFlow": "MultiWorkerMirroredStrategy (TF_CONFIG) is not written yet",
-               "MXNet": "the dist_sync kvstore (a scheduler and servers beside the workers) is not written yet",
+ONE_MACHINE = {"MXNet": "the dist_sync kvstore (a scheduler and servers beside the workers) is not written yet",
                "Chainer": "mpiexec across machines (a host file, ssh between them) is not written yet",
                **{label: "runs on one device" for label in ONE_DEVICE}}
+
+# Frameworks that need every machine's address, not only machine 0's (TensorFlow's TF_CONFIG lists the cluster)
+EVERY_ADDRESS = {"TensorFlow"}
 
 
 def free_port():
@@ -63,6 +65,8 @@ def test_two_machines_over_loopback_take_the_two_device_step(job, tmp_path):
     init = data_parallel.start_weights(tmp_path / "init.npz")
     _, on_one = data_parallel.one_step(job, tmp_path / "one-machine", init, 2, {"devices": 2})
     coordinator = "127.0.0.1:{}".format(free_port())
+    if job.label in EVERY_ADDRESS:  # every machine's address, machine 0's first
+        coordinator += ",127.0.0.1:{}".format(free_port())
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         machines = [pool.submit(data_parallel.one_step, job, tmp_path / "machine-{}".format(rank), init, 1,
                                 {"devices": 1, "machines": 2}, machine_rank=rank, coordinator=coordinator)
@@ -75,3 +79,13 @@ def test_two_machines_over_loopback_take_the_two_device_step(job, tmp_path):
     moved = data_parallel.largest_difference(one, data_parallel.load(init), list(one))
     assert moved > 1e-3  # a real step
     assert data_parallel.largest_difference(one, two, list(one)) < data_parallel.allowed_difference(job.label, moved)
+
+
+def test_tensorflow_on_several_machines_needs_every_machines_address(tmp_path):
+    """TF_CONFIG lists the whole cluster: machine 0's address alone is refused in one line, before TensorFlow starts."""
+    job = next(job for job in JOBS if job.label == "TensorFlow")
+    require_environment(job.environment)
+    init = data_parallel.start_weights(tmp_path / "init.npz")
+    with pytest.raises(data_parallel.StepError, match="TensorFlow needs every machine's host:port in coordinator"):
+        data_parallel.one_step(job, tmp_path / "machine-0", init, 1, {"machines": 2}, machine_rank=0,
+                               coordinator="127.0.0.1:{}".format(free_port()))
