@@ -1,7 +1,9 @@
 """MXNet: the device (context), the precision policy, the variants (AMP, static hybridize) and the record's facts,
-for every MXNet notebook."""
+for every MXNet notebook; the parameter server's scheduler and servers for the train notebook on several machines."""
 
 import os
+import subprocess
+import sys
 
 import mxnet as mx
 from mxnet.contrib import amp
@@ -112,6 +114,25 @@ class _Unscaled(object):
 
     def __exit__(self, *exception):
         return False
+
+
+# A scheduler or server of MXNet's parameter server: importing mxnet with DMLC_ROLE set to either serves until the
+# workers finish; the thread ends it if the process that started it goes away first (else it would wait for ever)
+KVSTORE_NODE = """import os, threading, time
+parent = os.getppid()
+def watch():
+    while os.getppid() == parent:
+        time.sleep(1)
+    os._exit(1)
+threading.Thread(target=watch, daemon=True).start()
+import mxnet
+"""
+
+
+def start_kvstore_node(role):
+    """Start a "scheduler" or "server" of the dist kvstore as a child process with this process's DMLC_ variables;
+    it serves until the workers finish, or until this process ends."""
+    return subprocess.Popen([sys.executable, "-c", KVSTORE_NODE], env=dict(os.environ, DMLC_ROLE=role))
 
 
 def start_record(task, profile, params, ctx):

@@ -354,6 +354,14 @@ def installed_versions(python, names):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def script_environment(env):
+    """The variables a script of the repository runs with in `env`'s interpreter: the kernel's, and the repository
+    on PYTHONPATH."""
+    environ = dict(os.environ, **kernel_environment(env))
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(catalog.REPO), environ.get("PYTHONPATH", "")]))
+    return environ
+
+
 def probe(env, python=None, timeout=600):
     """Ask `env`'s framework, in its own interpreter, whether it computes on the GPU (frameworks/probe.py).
 
@@ -361,8 +369,7 @@ def probe(env, python=None, timeout=600):
     report's packages import.
     """
     python = str(python or interpreter(env))
-    environ = dict(os.environ, **kernel_environment(env))
-    environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(catalog.REPO), environ.get("PYTHONPATH", "")]))
+    environ = script_environment(env)
     if env.framework_module is None:
         command = [python, "-c", RUNNER_IMPORTS]
     else:
