@@ -1,4 +1,9 @@
-"""CNTK: the device, the precision policy and the record's facts, for every CNTK notebook (Python 3.6)."""
+"""CNTK: the device, the precision policy and the record's facts, for every CNTK notebook (Python 3.6); the MPI
+launcher of the train notebook's workers."""
+
+import os
+import shutil
+import sys
 
 import cntk as C
 import numpy as np
@@ -57,6 +62,23 @@ def set_variant(dev, precision="auto", compile_mode="default"):
                                                           "compiler: the default row is the compiled one")
     return variants.note_choice(chosen, precision, float32, compile_mode)
 
+
+
+def mpi_launcher():
+    """Open MPI 4's launcher, which starts the workers of CNTK's distributed learner (CNTK 2.7 links Open MPI 1.10's
+    library names, served by Open MPI 4's libraries): {"mpiexec": path, "environment": variables it needs}. The one
+    that `run_all.py setup cntk` extracted from Debian's openmpi-bin, relocated with OPAL_PREFIX, else the system's
+    mpiexec; RuntimeError where there is neither."""
+    quiet = {"OMPI_MCA_mca_base_component_show_load_errors": "0",  # components for absent fabrics (PSM, UCX, ...)
+             "PMIX_MCA_pcompress_base_silence_warning": "1"}  # no compression of PMIx's messages (its zlib component)
+    extracted = os.path.join(sys.prefix, "debian", "usr")
+    if os.path.exists(os.path.join(extracted, "bin", "orterun")):
+        return {"mpiexec": os.path.join(extracted, "bin", "orterun"),
+                "environment": dict(quiet, OPAL_PREFIX=extracted)}  # Open MPI's files where they are
+    if shutil.which("mpiexec"):
+        return {"mpiexec": shutil.which("mpiexec"), "environment": quiet}
+    raise RuntimeError("CNTK's workers need Open MPI 4's mpiexec: this system has Open MPI 4's libraries (so the "
+                       "setup extracted none) but no launcher; install its openmpi-bin")
 
 
 def start_record(task, profile, params, dev):

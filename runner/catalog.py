@@ -147,7 +147,7 @@ RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "ruff"
 # The data-parallel training task is being written framework by framework (issue 16); until a framework has its
 # notebook, its rows say so
 TRAIN_PENDING = {"train": "not written yet: the data-parallel training task has notebooks in PyTorch, TensorFlow, "
-                          "Keras 3, JAX, MXNet and Chainer so far"}
+                          "Keras 3, JAX, MXNet, Chainer and CNTK so far"}
 # Frameworks with no data-parallel engine that runs here: their train rows say why
 NO_DATA_PARALLEL = {
     "keras2": "no data-parallel engine: Keras 2.3's multi_gpu_model runs on the TensorFlow backend only, and Keras 2 "
@@ -191,7 +191,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
         "inference": "Chainer's ResNet50Layers is the Caffe v1 (stride on the first 1x1 convolution)"},
         # CPU only: envs/chainer.txt says why
         environment=Environment("chainer", "Rosetta: Chainer", framework_module="chainer")),
-    Framework("cntk", "CNTK", "CNTK", (Variant(None, "cntk"),), lacks=TRAIN_PENDING, modules=("cntk",), not_equivalent={
+    Framework("cntk", "CNTK", "CNTK", (Variant(None, "cntk"),), modules=("cntk",), not_equivalent={
         "rnn": "CNTK's GRU applies the reset gate before the recurrent product and has no recurrent biases"},
         # CNTK 2.7 was linked against OpenMPI 1.10; OpenMPI 4's libraries serve under the old names.
         environment=Environment("cntk", "Rosetta: CNTK", python="3.6",

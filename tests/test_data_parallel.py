@@ -45,6 +45,7 @@ def test_a_data_parallel_step_is_the_single_device_step(job, tmp_path):
 
 # Frameworks whose train notebook runs on one machine only, and why
 ONE_MACHINE = {"Chainer": "mpiexec across machines (a host file, ssh between them) is not written yet",
+               "CNTK": "mpiexec across machines (a host file, ssh between them) is not written yet",
                **{label: "runs on one device" for label in ONE_DEVICE}}
 
 # Frameworks whose machines keep their own batch-norm running statistics (compared: the trained weights only)
