@@ -2,6 +2,8 @@
 the record's facts, and the fix that makes its Adam count steps as PyTorch's does, for every Caffe2 notebook.
 Python 3.9, in the caffe2 environment."""
 
+import logging
+
 import torch
 from caffe2.proto import caffe2_pb2
 from caffe2.python import core, workspace
@@ -12,6 +14,7 @@ from frameworks.probe import check_gpu
 # Caffe2's C++ logging (glog): level 3 keeps its start-up notes out of the notebook (level 2 still prints that the
 # wheel was built without AVX2); errors still raise in Python.
 workspace.GlobalInit(["caffe2", "--caffe2_log_level=3"])
+logging.getLogger("data_parallel_model").setLevel(logging.WARNING)  # its notes on every step of building the net
 
 NAME = "Caffe2"
 VERSION = torch.__version__.split("+")[0]  # Caffe2 has no version of its own: the torch wheel's

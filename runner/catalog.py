@@ -146,8 +146,6 @@ class Job:
 RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "ruff", "playwright"))
 # The data-parallel training task is being written framework by framework (issue 16); until a framework has its
 # notebook, its rows say so
-TRAIN_PENDING = {"train": "not written yet: the data-parallel training task has notebooks in PyTorch, TensorFlow, "
-                          "Keras 3, JAX, MXNet, Chainer and CNTK so far"}
 # Frameworks with no data-parallel engine that runs here: their train rows say why
 NO_DATA_PARALLEL = {
     "keras2": "no data-parallel engine: Keras 2.3's multi_gpu_model runs on the TensorFlow backend only, and Keras 2 "
@@ -223,7 +221,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
                                       framework_module="caffe")),
     # Caffe2, merged into PyTorch in 2018: its Python API as the torch 1.10.2 wheel ships it (the last that works), on
     # Python 3.9; the wheel is a CUDA 10.2 build that also runs on the CPU, so caffe2.txt serves both
-    Framework("caffe2", "Caffe2", "Caffe2", (Variant(None, "caffe2"),), lacks=TRAIN_PENDING, modules=("caffe2", "torch"),
+    Framework("caffe2", "Caffe2", "Caffe2", (Variant(None, "caffe2"),), modules=("caffe2", "torch"),
               environment=Environment("caffe2", "Rosetta: Caffe2", python="3.9", gpu_builds=("caffe2.txt",),
                                       framework_module="caffe2")),
 )

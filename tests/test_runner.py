@@ -127,14 +127,14 @@ def test_devices_runs_the_data_parallel_notebooks_on_one_and_on_n_devices():
 
 
 def test_a_task_a_framework_lacks_is_a_row_that_says_why(tmp_path):
-    lacking = [(f.key, task, reason) for f, task, reason in catalog.lacking(["pytorch", "jax", "caffe2"],
-                                                                              ["cnn", "train"])]
-    assert [(key, task) for key, task, _ in lacking] == [("caffe2", "train")]
-    assert not catalog.select(["caffe2"], ["train"])
-    assert cli.main(["-f", "caffe2", "-t", "train", "-p", "smoke", "--no-equivalence", "--results", str(tmp_path)]) == 0
+    lacking = [(f.key, task, reason) for f, task, reason in catalog.lacking(["pytorch", "jax", "caffe"],
+                                                                             ["cnn", "train"])]
+    assert [(key, task) for key, task, _ in lacking] == [("caffe", "train")]
+    assert not catalog.select(["caffe"], ["train"])
+    assert cli.main(["-f", "caffe", "-t", "train", "-p", "smoke", "--no-equivalence", "--results", str(tmp_path)]) == 0
     (run_dir,) = run_dirs(tmp_path)
     records = table.load_records(run_dir)
-    assert [(r["framework"], r["status"]) for r in records] == [("Caffe2", "unavailable")]
+    assert [(r["framework"], r["status"]) for r in records] == [("Caffe", "unavailable")]
     assert "unavailable: " + lacking[0][2] in (run_dir / "results.md").read_text()
 
 
