@@ -46,7 +46,7 @@ def test_a_data_parallel_step_is_the_single_device_step(job, tmp_path):
 # Frameworks whose train notebook runs on one machine only, and why
 ONE_MACHINE = {"Chainer": "mpiexec across machines (a host file, ssh between them) is not written yet",
                "CNTK": "mpiexec across machines (a host file, ssh between them) is not written yet",
-               "Caffe2": "data_parallel_model's rendezvous across machines (Gloo, a Redis or file store) is not written",
+               "Caffe2": "data_parallel_model's Gloo rendezvous across machines (a shared folder's file store) is not written",
                **{label: "runs on one device" for label in ONE_DEVICE}}
 
 # Frameworks whose machines keep their own batch-norm running statistics (compared: the trained weights only)
