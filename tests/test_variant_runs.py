@@ -3,7 +3,8 @@ framework's own way of it, or is refused with the reason (status 'unsupported');
 
 Every framework row gets three runs on the smoke profile and the CPU: the CNN in bf16 and compiled (bf16 alone
 where the framework has no compile mode of its own), the RNN in fp16 (mixed precision with loss scaling) and
-inference in tf32, which no CPU has. EXPECTED_UNSUPPORTED says which of them this CPU must refuse, and why.
+inference in tf32, which no CPU has. EXPECTED_UNSUPPORTED says which of them this CPU must refuse, and why. The
+train task runs in bf16 on two devices (one where the row has one only), on each framework's data-parallel engine.
 """
 
 import dataclasses
@@ -77,6 +78,28 @@ def test_each_variant_runs_the_framework_s_own_way_or_says_why_not(job, expected
     assert 0.0 <= record["metrics"]["accuracy"] <= 1.0
     if job.compile_mode == "on" and job.framework.label not in COMPILE_IN_FIRST_EPOCH:
         assert record["timings"]["compile_s"] > 0
+
+
+# Train rows (issue 16) that refuse bf16 on this CPU, and words of the reason; Keras on TensorFlow or torch runs one
+# device only, the others two, each on its framework's own data-parallel engine
+TRAIN_BF16_UNSUPPORTED = {"Chainer": "no bfloat16", "CNTK": "no bfloat16", "Caffe2": "no bfloat16"}
+TRAIN_ONE_DEVICE = {("Keras", "tensorflow"), ("Keras", "torch")}
+
+
+@pytest.mark.parametrize("job", catalog.select(task_keys=["train"]), ids=lambda job: job.stem)
+def test_the_train_task_trains_in_bf16_on_its_engine_or_says_why_not(job, tmp_path):
+    require_environment(job.environment)
+    job = dataclasses.replace(job, precision="bf16")
+    devices = 1 if (job.framework.label, job.variant.name) in TRAIN_ONE_DEVICE else 2
+    parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": {"devices": devices}}
+    record = execution.run_job(job, tmp_path, "smoke", parameters, timeout=900, show_output=False)
+    assert record["precision"] == "bf16"
+    if job.framework.label in TRAIN_BF16_UNSUPPORTED:
+        assert record["status"] == "unsupported" and TRAIN_BF16_UNSUPPORTED[job.framework.label] in record["error"]
+        return
+    assert record["status"] == "ok", record["error"]
+    assert record["environment"]["precision"] == "bf16" and record["params"]["devices"] == devices
+    assert record["metrics"]["images_per_s"] > 0 and record["timings"]["peak_rss_bytes"] > 50 << 20
 
 
 def test_a_batch_size_sweep_of_inference_draws_throughput_and_latency(tmp_path):
