@@ -83,14 +83,30 @@ class LossScale(tf.Module):
         """The loss to take the gradients of (inside the GradientTape)."""
         return loss * tf.cast(self.scale, loss.dtype) if self.on else loss
 
-    def apply(self, optimizer, grads, variables):
-        """optimizer.apply(grads, variables), with the gradients unscaled and the step skipped if one is not finite."""
+    def unscale(self, grads):
+        """The gradients of the scaled loss divided by the scale again (fp16); for other precisions, the gradients."""
+        return [tf.convert_to_tensor(g) / self.scale for g in grads] if self.on else grads
+
+    def update_if_finite(self, grads, update):
+        """Run update() (the optimizer's step on unscaled `grads`) if every gradient is finite, and double the scale
+        after `growth_steps` such steps in a row; if one is not, skip it and halve the scale (fp16). For other
+        precisions, update(). Under a tf.distribute strategy it is called in cross-replica context: each replica
+        checks its own copy of the gradients and all must be finite, as in Keras' LossScaleOptimizer."""
         if not self.on:
-            return optimizer.apply(grads, variables)
-        grads = [tf.convert_to_tensor(g) / self.scale for g in grads]
+            return update()
+
+        def finite(grads):
+            return tf.cast(tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads]), tf.float32)
+
+        if tf.distribute.has_strategy():
+            strategy = tf.distribute.get_strategy()
+            replicas_finite = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(finite, args=(grads,)), None)
+            all_finite = tf.equal(replicas_finite, strategy.num_replicas_in_sync)
+        else:
+            all_finite = tf.equal(finite(grads), 1.0)
 
         def step():
-            optimizer.apply(grads, variables)
+            update()
             grow = self.finite_steps + 1 >= self.growth_steps
             self.scale.assign(tf.where(grow, self.scale * 2.0, self.scale))
             self.finite_steps.assign(tf.where(grow, 0, self.finite_steps + 1))
@@ -99,7 +115,12 @@ class LossScale(tf.Module):
             self.scale.assign(self.scale / 2.0)
             self.finite_steps.assign(0)
 
-        tf.cond(tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads]), step, skip)
+        tf.cond(all_finite, step, skip)
+
+    def apply(self, optimizer, grads, variables):
+        """optimizer.apply(grads, variables), with the gradients unscaled and the step skipped if one is not finite."""
+        grads = self.unscale(grads)
+        self.update_if_finite(grads, lambda: optimizer.apply(grads, variables))
 
 
 def compile_ahead(step, specs, state):

@@ -4,7 +4,8 @@ framework's own way of it, or is refused with the reason (status 'unsupported');
 Every framework row gets three runs on the smoke profile and the CPU: the CNN in bf16 and compiled (bf16 alone
 where the framework has no compile mode of its own), the RNN in fp16 (mixed precision with loss scaling) and
 inference in tf32, which no CPU has. EXPECTED_UNSUPPORTED says which of them this CPU must refuse, and why. The
-train task runs in bf16 on two devices (one where the row has one only), on each framework's data-parallel engine.
+train task runs in bf16, and in fp16 and compiled, on two devices (one where the row has one only), on each
+framework's data-parallel engine, with the same expectations.
 """
 
 import dataclasses
@@ -80,25 +81,37 @@ def test_each_variant_runs_the_framework_s_own_way_or_says_why_not(job, expected
         assert record["timings"]["compile_s"] > 0
 
 
-# Train rows (issue 16) that refuse bf16 on this CPU, and words of the reason; Keras on TensorFlow or torch runs one
-# device only, the others two, each on its framework's own data-parallel engine
-TRAIN_BF16_UNSUPPORTED = {"Chainer": "no bfloat16", "CNTK": "no bfloat16", "Caffe2": "no bfloat16"}
+# Keras on TensorFlow or torch trains on one device only; every other train row on two, on its own engine
 TRAIN_ONE_DEVICE = {("Keras", "tensorflow"), ("Keras", "torch")}
 
 
-@pytest.mark.parametrize("job", catalog.select(task_keys=["train"]), ids=lambda job: job.stem)
-def test_the_train_task_trains_in_bf16_on_its_engine_or_says_why_not(job, tmp_path):
+def train_cases():
+    """(job, devices, what it must do) for the train task: bf16; then fp16 and compiled in one run where the row
+    has both on this CPU, else the one it has, else fp16 and its refusal."""
+    found = []
+    for job in catalog.select(task_keys=["train"]):
+        key = (job.framework.label, job.variant.name)
+        devices = 1 if key in TRAIN_ONE_DEVICE else 2
+        found.append((dataclasses.replace(job, precision="bf16"), devices,
+                      EXPECTED_UNSUPPORTED.get(key + ("bf16",), "ok")))
+        compiles, fp16 = (key + (what,) not in EXPECTED_UNSUPPORTED for what in ("compile", "fp16"))
+        job = dataclasses.replace(job, precision="fp16" if fp16 or not compiles else "fp32",
+                                  compile_mode="on" if compiles else "default")
+        found.append((job, devices, "ok" if fp16 or compiles else EXPECTED_UNSUPPORTED[key + ("fp16",)]))
+    return found
+
+
+@pytest.mark.parametrize("job, devices, expected", train_cases(), ids=lambda case: getattr(case, "stem", None))
+def test_the_train_task_runs_its_variants_on_its_engine_or_says_why_not(job, devices, expected, tmp_path):
     require_environment(job.environment)
-    job = dataclasses.replace(job, precision="bf16")
-    devices = 1 if (job.framework.label, job.variant.name) in TRAIN_ONE_DEVICE else 2
     parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": {"devices": devices}}
     record = execution.run_job(job, tmp_path, "smoke", parameters, timeout=900, show_output=False)
-    assert record["precision"] == "bf16"
-    if job.framework.label in TRAIN_BF16_UNSUPPORTED:
-        assert record["status"] == "unsupported" and TRAIN_BF16_UNSUPPORTED[job.framework.label] in record["error"]
+    assert (record["precision"], record["compile"]) == (job.precision, job.compile_mode)
+    if expected != "ok":
+        assert record["status"] == "unsupported" and expected in record["error"], record["error"]
         return
     assert record["status"] == "ok", record["error"]
-    assert record["environment"]["precision"] == "bf16" and record["params"]["devices"] == devices
+    assert record["environment"]["precision"] == job.precision and record["params"]["devices"] == devices
     assert record["metrics"]["images_per_s"] > 0 and record["timings"]["peak_rss_bytes"] > 50 << 20
 
 
