@@ -80,11 +80,12 @@ def loss_scaling(tx):
     return optax.apply_if_finite(tx, max_consecutive_errors=2 ** 31 - 1), DynamicScale()
 
 
-def scaled_value_and_grad(loss_fn, model, scale):
+def scaled_value_and_grad(loss_fn, model, scale, axis_name=None):
     """(loss, float32 gradients of the model's nnx.Param, updated scale): loss_fn(model) differentiated with the loss
     multiplied by Flax's DynamicScale and the gradients divided back, inside nnx.jit. DynamicScale differentiates a
     function of arrays, so the model goes in split (parameters, the rest) and its other state (dropout's random
-    counters) comes back into `model` afterwards."""
+    counters) comes back into `model` afterwards. With `axis_name` (inside shard_map) the gradients are averaged over
+    that mesh axis before the overflow check, so that every device keeps the same scale."""
     from flax import nnx
 
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
@@ -93,7 +94,7 @@ def scaled_value_and_grad(loss_fn, model, scale):
         copy = nnx.merge(graphdef, params, rest, copy=True)
         return loss_fn(copy), nnx.state(copy, nnx.Not(nnx.Param))
 
-    scale, _, (loss, rest), grads = scale.value_and_grad(loss_of, has_aux=True)(params, rest)
+    scale, _, (loss, rest), grads = scale.value_and_grad(loss_of, has_aux=True, axis_name=axis_name)(params, rest)
     nnx.update(model, rest)
     return loss, grads, scale
 
