@@ -87,23 +87,22 @@ class LossScale(tf.Module):
         """The gradients of the scaled loss divided by the scale again (fp16); for other precisions, the gradients."""
         return [tf.convert_to_tensor(g) / self.scale for g in grads] if self.on else grads
 
-    def update_if_finite(self, grads, update):
+    def update_if_finite(self, grads, update, strategy=None):
         """Run update() (the optimizer's step on unscaled `grads`) if every gradient is finite, and double the scale
         after `growth_steps` such steps in a row; if one is not, skip it and halve the scale (fp16). For other
-        precisions, update(). Under a tf.distribute strategy it is called in cross-replica context: each replica
-        checks its own copy of the gradients and all must be finite, as in Keras' LossScaleOptimizer."""
+        precisions, update(). With a tf.distribute `strategy` (called in cross-replica context, `grads` one copy per
+        replica) each replica checks its own copy and all must be finite, as in Keras' LossScaleOptimizer."""
         if not self.on:
             return update()
 
         def finite(grads):
             return tf.cast(tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in grads]), tf.float32)
 
-        if tf.distribute.has_strategy():
-            strategy = tf.distribute.get_strategy()
+        if strategy is None:
+            all_finite = tf.equal(finite(grads), 1.0)
+        else:
             replicas_finite = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(finite, args=(grads,)), None)
             all_finite = tf.equal(replicas_finite, strategy.num_replicas_in_sync)
-        else:
-            all_finite = tf.equal(finite(grads), 1.0)
 
         def step():
             update()
