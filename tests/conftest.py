@@ -1,4 +1,5 @@
-"""Shared fixtures and helpers: a private data cache per test; the environment a notebook test needs."""
+"""Shared fixtures and helpers: a private data cache per test; the environment a notebook test needs; the train rows
+that run on one device only."""
 
 import json
 import os
@@ -7,6 +8,10 @@ import pytest
 from notebook_runs import NotebookRuns
 
 from runner import environments
+
+# Train rows whose notebook runs on one device only (keras.distribution is JAX's), and the words of its refusal of two
+TRAIN_ONE_DEVICE = {"Keras (tensorflow)": "implemented for the JAX backend only",
+                    "Keras (torch)": "implemented for the JAX backend only"}
 
 
 @pytest.fixture

@@ -13,21 +13,18 @@ import concurrent.futures
 import socket
 
 import pytest
-from conftest import require_environment
+from conftest import TRAIN_ONE_DEVICE, require_environment
 
 from runner import catalog, data_parallel
 
 JOBS = catalog.select(task_keys=["train"])
-# Rows whose notebook runs on one device only, and the words of its refusal of two
-ONE_DEVICE = {"Keras (tensorflow)": "implemented for the JAX backend only",
-              "Keras (torch)": "implemented for the JAX backend only"}
 
 
 @pytest.mark.parametrize("job", JOBS, ids=lambda job: job.stem)
 def test_a_data_parallel_step_is_the_single_device_step(job, tmp_path):
     require_environment(job.environment)
-    if job.label in ONE_DEVICE:
-        with pytest.raises(data_parallel.StepError, match=ONE_DEVICE[job.label]) as refusal:
+    if job.label in TRAIN_ONE_DEVICE:
+        with pytest.raises(data_parallel.StepError, match=TRAIN_ONE_DEVICE[job.label]) as refusal:
             data_parallel.check_job(job, tmp_path, control=True)
         assert refusal.value.status == "unsupported"
         return
@@ -47,7 +44,7 @@ def test_a_data_parallel_step_is_the_single_device_step(job, tmp_path):
 ONE_MACHINE = {"Chainer": "mpiexec across machines (a host file, ssh between them) is not written yet",
                "CNTK": "mpiexec across machines (a host file, ssh between them) is not written yet",
                "Caffe2": "data_parallel_model's Gloo rendezvous across machines (a shared folder's file store) is not written",
-               **{label: "runs on one device" for label in ONE_DEVICE}}
+               **{label: "runs on one device" for label in TRAIN_ONE_DEVICE}}
 
 # Frameworks whose machines keep their own batch-norm running statistics (compared: the trained weights only)
 OWN_RUNNING_STATISTICS = {"MXNet"}  # the parameter server holds what the optimizer updates

@@ -11,8 +11,9 @@ devices (one where the row has one only), on each framework's data-parallel engi
 import dataclasses
 
 import pytest
-from conftest import require_environment
+from conftest import TRAIN_ONE_DEVICE, require_environment
 
+from common import results
 from runner import catalog, cli, execution, table
 
 # (framework label, variant name, precision or "compile") -> words of the reason it must be refused on this CPU
@@ -81,10 +82,6 @@ def test_each_variant_runs_the_framework_s_own_way_or_says_why_not(job, expected
         assert record["timings"]["compile_s"] > 0
 
 
-# Keras on TensorFlow or torch trains on one device only; every other train row on two, on its own engine
-TRAIN_ONE_DEVICE = {("Keras", "tensorflow"), ("Keras", "torch")}
-
-
 def train_cases():
     """(job, devices, what it must do) for the train task, one run per row that covers its new paths: fp16 (loss
     scaling under the engine; bf16 where the row has no fp16 on this CPU) and compiled where the row compiles (not
@@ -93,7 +90,7 @@ def train_cases():
     found = []
     for job in catalog.select(task_keys=["train"]):
         key = (job.framework.label, job.variant.name)
-        devices = 1 if key in TRAIN_ONE_DEVICE else 2
+        devices = 1 if results.label(*key) in TRAIN_ONE_DEVICE else 2  # else two, on the row's own engine
         refused = {precision: EXPECTED_UNSUPPORTED[key + (precision,)] for precision in ("fp16", "bf16")
                    if key + (precision,) in EXPECTED_UNSUPPORTED}
         mixed = "bf16" if "fp16" in refused else "fp16"
