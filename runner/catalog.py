@@ -143,7 +143,7 @@ class Job:
         return ENVIRONMENTS[self.variant.env]
 
 
-RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "ruff", "playwright"))
+RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "pytest-xdist", "ruff", "playwright"))
 # The data-parallel training task is being written framework by framework (issue 16); until a framework has its
 # notebook, its rows say so
 # Frameworks with no data-parallel engine that runs here: their train rows say why

@@ -456,8 +456,14 @@ def build_environments(names, machine, build=None, device="auto", wheels=None):
     return failed, unavailable
 
 
+# pytest-xdist's workers for `run_all.py test`: most tests wait on a notebook's kernel, which keeps about one core
+# busy, so two workers fill the 2-core CI machine (tests/conftest.py keeps tests that share runs on one worker)
+TEST_WORKERS = ["-n", "2"]
+
+
 def test(args):
-    """Build every environment the tests use, then run pytest (which also runs ruff) in the runner environment.
+    """Build every environment the tests use, then run pytest (which also runs ruff) in the runner environment, on
+    TEST_WORKERS unless the arguments choose (-n, or -p no:xdist).
 
     Tests keep whatever builds are there (GPU builds run their smoke tests on the GPU) and build CPU ones
     where none is. An environment needing what this machine lacks (a Python, a tool, a package source:
@@ -476,6 +482,8 @@ def test(args):
     os.chdir(str(catalog.REPO))
     sys.stdout.flush()
     pytest_args = [a for a in args.pytest_args if a != "--"]
+    chosen = any(a.startswith(("-n", "--numprocesses", "no:xdist")) for a in pytest_args)  # -n N, -p no:xdist
+    pytest_args = pytest_args if chosen else TEST_WORKERS + pytest_args
     os.execv(sys.executable, [sys.executable, "-m", "pytest"] + pytest_args)
 
 

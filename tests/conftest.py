@@ -1,5 +1,5 @@
 """Shared fixtures and helpers: a private data cache per test; the environment a notebook test needs; the train rows
-that run on one device only."""
+that run on one device only; which tests one pytest-xdist worker must run together."""
 
 import json
 import os
@@ -8,6 +8,11 @@ import pytest
 from notebook_runs import NotebookRuns
 
 from runner import environments
+
+# Test files whose tests share runs that one of them makes (session fixtures, the check's folders): with pytest-xdist
+# (`run_all.py test` runs two workers) each set goes to one worker, every other test to whichever is free
+RUN_TOGETHER = {"test_notebooks.py": "notebook runs", "test_equivalence.py": "notebook runs",
+                "test_data_parallel.py": "data-parallel steps", "test_browser.py": "browser"}
 
 # Train rows whose notebook runs on one device only (keras.distribution is JAX's), and the words of its refusal of two
 TRAIN_ONE_DEVICE = {"Keras (tensorflow)": "implemented for the JAX backend only",
@@ -39,3 +44,18 @@ def require_environment(env):
 def notebook_runs(tmp_path_factory):
     """The session's notebook runs (tests/notebook_runs.py), shared by the smoke and equivalence tests."""
     return NotebookRuns(tmp_path_factory.mktemp("notebooks"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scheduler for `-n` (its default 'load' distribution): each RUN_TOGETHER set on one worker. Its own
+    'loadgroup' does this with marks, but its nodeid suffix has no effect under pytest 9.2."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class RunTogetherScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return RUN_TOGETHER.get(nodeid.split("::", 1)[0].rsplit("/", 1)[-1], nodeid)
+
+    return RunTogetherScheduling(config, log)

@@ -306,12 +306,15 @@ def test_the_tests_go_on_without_an_environment_whose_python_is_missing(monkeypa
     monkeypatch.setenv(environments.UNAVAILABLE_VARIABLE, "{}")
     started = []
     monkeypatch.setattr(cli.os, "execv", lambda path, argv: started.append(argv[1:]))
-    assert cli.test(cli.parse(["test", "-x"])) is None and started == [["-m", "pytest", "-x"]]
+    assert cli.test(cli.parse(["test", "-x"])) is None and started == [["-m", "pytest"] + cli.TEST_WORKERS + ["-x"]]
+    assert cli.test(cli.parse(["test", "-n", "0"])) is None and started[-1] == ["-m", "pytest", "-n", "0"]
+    assert cli.test(cli.parse(["test", "-p", "no:xdist"])) is None and started[-1] == ["-m", "pytest", "-p", "no:xdist"]
+    assert cli.test(cli.parse(["test", "-p", "no:cacheprovider"])) is None and started[-1][2:4] == cli.TEST_WORKERS
     monkeypatch.setattr(environments, "is_ready", lambda env: False)  # and pytest skips its notebooks with the reason
     with pytest.raises(pytest.skip.Exception, match="caffe needs Debian's bullseye packages"):
         require_environment(catalog.ENVIRONMENTS["caffe"])
     missing["pytorch"] = environments.SetupError("building environment pytorch failed")
-    assert cli.test(cli.parse(["test"])) == 1 and len(started) == 1
+    assert cli.test(cli.parse(["test"])) == 1 and len(started) == 4
 
 
 def test_library_aliases_link_the_system_copy_and_reach_the_kernel(tmp_path, monkeypatch):

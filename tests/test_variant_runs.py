@@ -105,7 +105,8 @@ def train_cases():
 @pytest.mark.parametrize("job, devices, expected", train_cases(), ids=lambda case: getattr(case, "stem", None))
 def test_the_train_task_runs_its_variants_on_its_engine_or_says_why_not(job, devices, expected, tmp_path):
     require_environment(job.environment)
-    parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": {"devices": devices}}
+    parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0,
+                  "overrides": {"devices": devices, "repeats": 1}}  # warm-up and one timed step: the path, not speed
     record = execution.run_job(job, tmp_path, "smoke", parameters, timeout=900, show_output=False)
     assert (record["precision"], record["compile"]) == (job.precision, job.compile_mode)
     if expected != "ok":
