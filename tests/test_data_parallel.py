@@ -5,8 +5,9 @@ weights agree; a control run with the batch the other way differs. A notebook th
 (Keras on TensorFlow or torch) refuses, with the reason.
 
 Across machines: the notebook run twice at once, as two "machines" with one device each over the loopback address
-(machine 0 coordinating: torchrun's --nnodes, jax.distributed.initialize; TensorFlow's TF_CONFIG naming both), takes
-the step of two devices on one machine (the check's own two-device run, where the check ran first in this session).
+(machine 0 coordinating: torchrun's --nnodes, jax.distributed.initialize; TensorFlow's TF_CONFIG naming both;
+Caffe2's Gloo workers meeting in a folder both mount), takes the step of two devices on one machine (the check's
+own two-device run, where the check ran first in this session).
 """
 
 import concurrent.futures
@@ -45,13 +46,14 @@ def test_a_data_parallel_step_is_the_single_device_step(job, tmp_path):
 # Frameworks whose train notebook runs on one machine only, and why
 ONE_MACHINE = {"Chainer": "mpiexec across machines (a host file, ssh between them) is not written yet",
                "CNTK": "mpiexec across machines (a host file, ssh between them) is not written yet",
-               "Caffe2": "data_parallel_model's Gloo rendezvous across machines (a shared folder's file store) is not written",
                **{label: "runs on one device" for label in TRAIN_ONE_DEVICE}}
 
 # Frameworks whose machines keep their own batch-norm running statistics (compared: the trained weights only)
 OWN_RUNNING_STATISTICS = {"MXNet"}  # the parameter server holds what the optimizer updates
 # Frameworks that need every machine's address, not only machine 0's (TensorFlow's TF_CONFIG lists the cluster)
 EVERY_ADDRESS = {"TensorFlow"}
+# Frameworks whose machines meet in a folder they all mount, not at an address (Caffe2's Gloo file store)
+SHARED_FOLDER = {"Caffe2"}
 
 
 def free_port():
@@ -75,7 +77,10 @@ def test_two_machines_over_loopback_take_the_two_device_step(job, tmp_path):
         init = data_parallel.start_weights(tmp_path / "init.npz")
         _, on_one = data_parallel.one_step(job, tmp_path / "one-machine", init, 1, {"devices": 2})  # one thread each
     coordinator = "127.0.0.1:{}".format(free_port())
-    if job.label in EVERY_ADDRESS:  # every machine's address, machine 0's first
+    if job.label in SHARED_FOLDER:  # a folder both "machines" mount
+        (tmp_path / "rendezvous").mkdir()
+        coordinator = str(tmp_path / "rendezvous")
+    elif job.label in EVERY_ADDRESS:  # every machine's address, machine 0's first
         coordinator += ",127.0.0.1:{}".format(free_port())
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         machines = [pool.submit(data_parallel.one_step, job, tmp_path / "machine-{}".format(rank), init, 1,
@@ -107,5 +112,16 @@ def test_tensorflow_on_several_machines_needs_every_machines_address(tmp_path):
     require_environment(job.environment)
     init = data_parallel.start_weights(tmp_path / "init.npz")
     with pytest.raises(data_parallel.StepError, match="TensorFlow needs every machine's host:port in coordinator"):
+        data_parallel.one_step(job, tmp_path / "machine-0", init, 1, {"machines": 2}, machine_rank=0,
+                               coordinator="127.0.0.1:{}".format(free_port()))
+
+
+def test_caffe2_on_several_machines_needs_a_folder_they_share(tmp_path):
+    """Caffe2's machines meet in a file store: a host:port, as the other frameworks take, is refused in one line
+    (Caffe2 itself would abort the process)."""
+    job = next(job for job in JOBS if job.label == "Caffe2")
+    require_environment(job.environment)
+    init = data_parallel.start_weights(tmp_path / "init.npz")
+    with pytest.raises(data_parallel.StepError, match="Caffe2's machines meet in a folder that every machine mounts"):
         data_parallel.one_step(job, tmp_path / "machine-0", init, 1, {"machines": 2}, machine_rank=0,
                                coordinator="127.0.0.1:{}".format(free_port()))
