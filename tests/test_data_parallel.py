@@ -106,22 +106,19 @@ def test_two_machines_over_loopback_take_the_two_device_step(job, tmp_path):
         assert data_parallel.largest_difference(one, two, compared) < data_parallel.TOLERANCE
 
 
-def test_tensorflow_on_several_machines_needs_every_machines_address(tmp_path):
-    """TF_CONFIG lists the whole cluster: machine 0's address alone is refused in one line, before TensorFlow starts."""
-    job = next(job for job in JOBS if job.label == "TensorFlow")
-    require_environment(job.environment)
-    init = data_parallel.start_weights(tmp_path / "init.npz")
-    with pytest.raises(data_parallel.StepError, match="TensorFlow needs every machine's host:port in coordinator"):
-        data_parallel.one_step(job, tmp_path / "machine-0", init, 1, {"machines": 2}, machine_rank=0,
-                               coordinator="127.0.0.1:{}".format(free_port()))
+# Frameworks whose coordinator is not machine 0's host:port alone, and the words of their one-line refusal of it
+OTHER_COORDINATOR = {
+    "TensorFlow": "TensorFlow needs every machine's host:port in coordinator",  # TF_CONFIG lists the whole cluster
+    "Caffe2": "Caffe2's machines meet in a folder that every machine mounts",  # else Caffe2 would abort the process
+}
 
 
-def test_caffe2_on_several_machines_needs_a_folder_they_share(tmp_path):
-    """Caffe2's machines meet in a file store: a host:port, as the other frameworks take, is refused in one line
-    (Caffe2 itself would abort the process)."""
-    job = next(job for job in JOBS if job.label == "Caffe2")
+@pytest.mark.parametrize("label", sorted(OTHER_COORDINATOR))
+def test_several_machines_refuse_machine_0_s_address_where_they_need_more(label, tmp_path):
+    """Machine 0's address alone is refused in one line, before the framework starts its workers."""
+    job = next(job for job in JOBS if job.label == label)
     require_environment(job.environment)
     init = data_parallel.start_weights(tmp_path / "init.npz")
-    with pytest.raises(data_parallel.StepError, match="Caffe2's machines meet in a folder that every machine mounts"):
+    with pytest.raises(data_parallel.StepError, match=OTHER_COORDINATOR[label]):
         data_parallel.one_step(job, tmp_path / "machine-0", init, 1, {"machines": 2}, machine_rank=0,
                                coordinator="127.0.0.1:{}".format(free_port()))
