@@ -47,7 +47,7 @@ class Task(object):
         self.train_split = train_split  # samples in the whole training split (None: nothing is trained)
         self.test_split = test_split  # samples in the whole test split
         self.parameters = tuple(parameters)  # notebook parameters after PARAMETERS, the same in every framework
-        # overrides of the smoke profile for the same-weights check (runner/equivalence.py); None: not checked
+        # overrides of the smoke profile for the same-weights check (runner/checks/equivalence.py); None: not checked
         self.equivalence = equivalence
 
     @property

@@ -32,7 +32,7 @@ class Environment:
     stand_in_libraries: tuple[tuple[str, str], ...] = ()
     python_shared: bool = False  # needs an interpreter built with --enable-shared (libpythonX.Y.so), e.g. for Boost.Python
     # the builds that can use an NVIDIA GPU, in order of preference: requirements files under envs/, each
-    # stating in its `# gpu-...:` lines what its wheels need (runner/compatibility.py reads them)
+    # stating in its `# gpu-...:` lines what its wheels need (runner/run/compatibility.py reads them)
     gpu_builds: tuple[str, ...] = ()
     framework_module: Optional[str] = None  # frameworks/<module>.py, whose probe() checks the environment
     test_packages: tuple[str, ...] = ()  # pinned for the tests only: an adopted interpreter may go without them
@@ -69,7 +69,7 @@ class Environment:
 
     @property
     def python_path(self) -> Path:
-        """The virtual environment's interpreter (runner.environments.interpreter also knows adopted ones)."""
+        """The virtual environment's interpreter (runner.run.environments.interpreter also knows adopted ones)."""
         return self.path / "bin" / "python"
 
 
@@ -82,7 +82,7 @@ class Variant:
     parameters: tuple[tuple[str, str], ...] = ()
     packages: tuple[str, ...] = ()  # what it needs beyond its environment's framework (checked in adopted ones)
     # {task: {array: why}}: arrays that one training step changes differently from PyTorch's although the
-    # function is the same (runner/equivalence.py checks that the rest agrees and that these still differ)
+    # function is the same (runner/checks/equivalence.py checks that the rest agrees and that these still differ)
     step_differences: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
 
 
@@ -94,7 +94,7 @@ class Framework:
     label: str
     notebook_prefix: str
     variants: tuple[Variant, ...]
-    # {task: why}: tasks whose notebook cannot compute PyTorch's function (runner/equivalence.py checks
+    # {task: why}: tasks whose notebook cannot compute PyTorch's function (runner/checks/equivalence.py checks
     # what still holds, and that the outputs do differ, so that the claim stays true)
     not_equivalent: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
     environment: Optional[Environment] = None  # the environment this framework brings, if it brings one
@@ -144,9 +144,7 @@ class Job:
 
 
 RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "pytest-xdist", "ruff", "playwright"))
-# The data-parallel training task is being written framework by framework (issue 16); until a framework has its
-# notebook, its rows say so
-# Frameworks with no data-parallel engine that runs here: their train rows say why
+# Frameworks with no data-parallel engine that runs here: they have no train notebook, and their train rows say why
 NO_DATA_PARALLEL = {
     "keras2": "no data-parallel engine: Keras 2.3's multi_gpu_model runs on the TensorFlow backend only, and Keras 2 "
               "runs here on CNTK and Theano",

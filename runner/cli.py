@@ -1,30 +1,29 @@
-"""The command line of run_all.py: run notebooks, set up environments, run the tests, rebuild reports.
+"""The command line of run_all.py: parse and check the arguments, then hand each command to the part it belongs to.
 
 Arguments are checked before anything is built, so a typo costs a one-line error (exit 2), not a
-setup. Everything except argument checking runs inside the runner's own environment (.envs/runner),
-which this module creates and then re-executes itself in.
+setup. Everything except argument checking, setup and list runs inside the runner's own environment
+(.envs/runner), which this module creates and then re-executes itself in. The commands live with their
+parts: run in runner/run/batch.py; setup, list and test in runner/run/setup_commands.py; report and
+rosetta in runner/report/commands.py.
 """
 
 import argparse
 import ast
-import dataclasses
-import datetime
-import hashlib
-import json
 import os
 import sys
-import textwrap
-import time
 from pathlib import Path
 
 from common import hyperparams, results, tasks, variants
-from runner import catalog, compatibility, environments
+from runner import catalog, run_folder
+from runner.run import batch, environments, setup_commands
 
 COMMANDS = ("run", "setup", "test", "report", "rosetta", "list")
+
 DATA_SOURCES = ("auto", "real", "synthetic")  # common.datasets.SOURCES, which needs numpy: this runs before it exists
+
 DEFAULT_TIMEOUT = {"smoke": 600, "quick": 1800, "full": 4 * 3600}
-USAGE_ERROR = 2
-INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
+
+USAGE_ERROR = batch.USAGE_ERROR  # a bad command line, and a run refused before it starts
 
 
 class UsageError(ValueError):
@@ -68,7 +67,7 @@ def build_parser():
     parser = _Parser(
         prog="run_all.py",
         description="Run the DL Rosetta Stone notebooks on their framework kernels and build the results table.",
-        epilog="Commands: run (default), setup, test, report, list. `run_all.py COMMAND -h` explains each.",
+        epilog="Commands: run (default), setup, test, report, rosetta, list. `run_all.py COMMAND -h` explains each.",
     )
     sub = parser.add_subparsers(dest="command")
 
@@ -171,7 +170,7 @@ def parse(argv):
                 raise UsageError("--set {}: no selected task has that hyperparameter".format(key))
         for task in selected_tasks:  # every value checked against its rule before anything is built or run
             try:
-                hyperparams.for_task(task, args.profile, task_overrides(args.overrides, task, args.profile))
+                hyperparams.for_task(task, args.profile, batch.task_overrides(args.overrides, task, args.profile))
             except ValueError as error:
                 raise UsageError(str(error)) from None
         if args.devices is not None:
@@ -209,13 +208,8 @@ def parse(argv):
                 raise UsageError("no such results folder: {}".format(run_dir))
     return args
 
-
 RUN_DEFAULTS = {"profile": "quick", "data": "auto", "device": "auto", "seed": 0, "precisions": ["auto"],
                 "compile_modes": ["default"]}
-RUN_FILE = "run.json"  # in a results folder: what the run was started with, for --resume
-# The options a run is started with: stored in RUN_FILE, taken from there by --resume, refused beside it.
-RUN_PARAMETERS = ("frameworks", "tasks", "profile", "data", "device", "threads", "seed", "overrides", "timeout",
-                  "no_equivalence", "precisions", "compile_modes", "sweep")
 
 
 def check_variants(args):
@@ -255,42 +249,28 @@ def check_sweep(args, selected_tasks):
     for task in swept:
         for value in values:
             try:
-                hyperparams.for_task(task, args.profile, dict(task_overrides(args.overrides, task, args.profile),
+                hyperparams.for_task(task, args.profile, dict(batch.task_overrides(args.overrides, task, args.profile),
                                                               **{key: value}))
             except ValueError as error:
                 raise UsageError("--sweep: {}".format(error)) from None
     args.sweep = (key, tuple(values))
 
 
-def notebook_digest(job):
-    """sha256 of a job's stored notebook, so that --resume can tell a notebook changed since the run began."""
-    return hashlib.sha256(job.notebook.read_bytes()).hexdigest()
-
-
-def write_run_file(args, run_dir):
-    """Store the run's parameters and its notebooks' digests in run_dir/run.json."""
-    stored = {name: getattr(args, name) for name in RUN_PARAMETERS}
-    stored["frameworks"] = stored["frameworks"] or catalog.framework_keys()
-    stored["tasks"] = stored["tasks"] or list(tasks.TASKS)
-    stored["notebooks"] = {job.stem: notebook_digest(job) for job in args.jobs}
-    (run_dir / RUN_FILE).write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
-
-
 def resume_parameters(args):
     """Take a resumed run's parameters from its folder; refuse options that would change them (UsageError)."""
-    path = args.resume / RUN_FILE
+    path = args.resume / run_folder.RUN_FILE
     if not args.resume.is_dir():
         raise UsageError("--resume: no such results folder: {}".format(args.resume))
     try:
-        stored = json.loads(path.read_text())
+        stored = run_folder.read_run_file(args.resume)
     except (OSError, ValueError) as error:
         raise UsageError("--resume: {} cannot be read ({}): only runs that stored it can be resumed".format(
             path, results.first_line(str(error)))) from None
-    given = [name for name in RUN_PARAMETERS if getattr(args, name) not in (None, [], False)]
+    given = [name for name in batch.RUN_PARAMETERS if getattr(args, name) not in (None, [], False)]
     if given:
         raise UsageError("--resume runs with the parameters stored in {}; leave out {}".format(
             path, ", ".join("--" + name.replace("_", "-") for name in given)))
-    for name in RUN_PARAMETERS:
+    for name in batch.RUN_PARAMETERS:
         setattr(args, name, stored.get(name))
     args.overrides = list((args.overrides or {}).items())
     args.sweep = tuple(args.sweep) if args.sweep else None  # stored as a list
@@ -300,15 +280,9 @@ def resume_parameters(args):
 def check_resumable(args):
     """Refuse (UsageError) to resume a run whose notebooks changed since it began."""
     for job in args.jobs:
-        if args.stored_notebooks.get(job.stem) != notebook_digest(job):
+        if args.stored_notebooks.get(job.stem) != run_folder.notebook_digest(job.notebook):
             raise UsageError("--resume: notebook {} changed since {} was started; start a new run rather than "
                              "mix them".format(job.notebook.name, args.resume))
-
-
-def task_overrides(overrides, task, profile):
-    """The --set values that apply to `task` (those naming one of its hyperparameters)."""
-    known = hyperparams.for_task(task, profile)
-    return {key: value for key, value in overrides.items() if key in known}
 
 
 def usable_cores():
@@ -334,7 +308,7 @@ def main(argv=None):
         return USAGE_ERROR
     if args.command in ("list", "setup"):  # the standard library is enough: no runner environment needed
         try:
-            return list_catalog() if args.command == "list" else setup(args)
+            return setup_commands.list_catalog() if args.command == "list" else setup_commands.setup(args)
         except environments.SetupError as error:
             print("run_all.py: error: {}".format(error), file=sys.stderr)
             return 1
@@ -349,389 +323,7 @@ def main(argv=None):
         sys.stdout.flush()
         os.execv(python, [python, str(catalog.REPO / "run_all.py")] + list(argv))
     environments.use_project_kernels()
-    return {"run": run, "test": test, "report": report, "rosetta": rosetta}[args.command](args)
+    from runner.report import commands as report_commands
 
-
-def build_choice(args):
-    """'gpu' or 'cpu' where the command line forces a kind of build, else None (decided from the machine)."""
-    return "gpu" if getattr(args, "gpu", False) else ("cpu" if getattr(args, "cpu", False) else None)
-
-
-def list_catalog():
-    """Print the GPU found, frameworks with their variants and environments, tasks, and every environment's state."""
-    machine = compatibility.detect()
-    print("GPU: " + machine.describe())
-    print("Frameworks:")
-    for framework in catalog.FRAMEWORKS:
-        for variant in framework.variants:
-            print("  {:12s} {:20s} env {}".format(framework.key, results.label(framework.label, variant.name),
-                                                  variant.env))
-    for absent in catalog.ABSENT:
-        print("  {:12s} {:20s} {}".format(absent.key, absent.label, textwrap.shorten(absent.reason, 90)))
-    print("Tasks: " + ", ".join(tasks.TASKS))
-    print("Profiles: " + ", ".join(hyperparams.PROFILES))
-    print("Environments (.envs/; `setup ENV --python PATH` adopts an existing interpreter instead):")
-    for env in catalog.ENVIRONMENTS.values():
-        print("  {:10s} {:8s} {}".format(env.name, "ready" if environments.is_ready(env) else "missing",
-                                         environment_state(env, machine)))
-    return 0
-
-
-def environment_state(env, machine):
-    """What `env` is and whether its framework can use this machine's GPU, in one line for `list`."""
-    variant = compatibility.variant_text(env)
-    if not machine.gpus or env.framework_module is None:  # nothing to compute on, or nothing that computes
-        return variant
-    planned = compatibility.plan(env, machine)
-    if planned.unavailable:
-        return "; ".join(filter(None, [variant, planned.unavailable]))
-    if not environments.is_ready(env, planned.requirements):
-        return "; ".join(filter(None, [variant, "for this GPU, setup builds envs/{}".format(planned.requirements.name)]))
-    answer = (environments.read_stamp(env) or {}).get("probe")
-    if not answer:
-        return variant + "; GPU: not checked (`setup {}` checks it)".format(env.name)
-    if answer.get("gpu_ok"):
-        return variant + "; GPU: yes, {} computes on {}".format(answer.get("framework"), ", ".join(answer["gpus"]))
-    return variant + "; GPU: no: {}".format(answer.get("error"))
-
-
-def setup(args):
-    """Build the named environments (all by default), or adopt an interpreter as one; exit 1 if any failed."""
-    machine = compatibility.detect()
-    print("[gpu] " + machine.describe())
-    if args.python is not None:
-        env = catalog.ENVIRONMENTS[args.envs[0]]
-        planned = compatibility.plan(env, machine, build=None) if not environments.is_adopted(env) else None
-        requirements = (planned.requirements if planned and planned.requirements else None) or (
-            env.gpu_requirements[0] if machine.gpus and env.gpu_requirements else env.requirements)
-        stamp = environments.adopt(env, args.python, requirements, install_missing=args.install_missing,
-                                   wheels=args.wheels)
-        if machine.gpus and env.framework_module:
-            report_probe(env, stamp["probe"])
-        return 0
-    failed, _ = build_environments(args.envs, machine, build=build_choice(args), wheels=args.wheels)
-    return 1 if failed else 0
-
-
-def report_probe(env, answer):
-    """Print what the probe found: the framework computes on the GPU, or its own first error line."""
-    if answer.get("gpu_ok"):
-        print("[setup] {}: GPU check: {} {} computes on {}".format(env.name, answer.get("framework"),
-                                                                   answer.get("version"), ", ".join(answer["gpus"])))
-    else:
-        print("[setup] {}: GPU check FAILED: {}".format(env.name, answer.get("error")))
-
-
-def build_environments(names, machine, build=None, device="auto", wheels=None):
-    """Build the named environments (all when empty) for this machine; return ({name: error}, {name: unavailable}).
-
-    An environment with no build that fits the GPU is not built (its rows will say why); a GPU build is
-    probed after it is built, and the probe's answer kept in its stamp.
-    """
-    failed, unavailable = {}, {}
-    for name in names or list(catalog.ENVIRONMENTS):
-        env = catalog.ENVIRONMENTS[name]
-        planned = compatibility.plan(env, machine, device=device, build=build)
-        if planned.unavailable:
-            print("[setup] {}: not built: {}; with --device cpu its notebooks run on the CPU".format(
-                name, planned.unavailable))
-            unavailable[name] = planned.unavailable
-            continue
-        if planned.note:
-            print("[setup] {}: using envs/{}, since {}".format(name, planned.requirements.name, planned.note))
-        try:
-            environments.ensure(env, planned.requirements, wheels=wheels)
-        except environments.SetupError as error:
-            print("[setup] {}: FAILED: {}".format(name, error))
-            failed[name] = error
-            continue
-        if planned.gpu and machine.gpus and env.framework_module:
-            answer = environments.probe(env)
-            stamp = environments.read_stamp(env)
-            stamp["probe"] = answer
-            environments.write_stamp(env, stamp)
-            report_probe(env, answer)
-            if not answer.get("gpu_ok"):
-                unavailable[name] = compatibility.UNAVAILABLE_ON_GPU + (answer.get("error") or "the GPU check failed")
-    return failed, unavailable
-
-
-# pytest-xdist's workers for `run_all.py test`: most tests wait on a notebook's kernel, which keeps about one core
-# busy, so two workers fill the 2-core CI machine (tests/conftest.py keeps tests that share runs on one worker)
-TEST_WORKERS = ["-n", "2"]
-
-
-def test(args):
-    """Build every environment the tests use, then run pytest (which also runs ruff) in the runner environment, on
-    TEST_WORKERS unless the arguments choose (-n, or -p no:xdist).
-
-    Tests keep whatever builds are there (GPU builds run their smoke tests on the GPU) and build CPU ones
-    where none is. An environment needing what this machine lacks (a Python, a tool, a package source:
-    MachineLacks) does not stop the tests: its smoke tests are skipped with that reason. Any other build
-    failure does.
-    """
-    failed, _ = build_environments([], compatibility.detect(), device="cpu")
-    os.environ[environments.UNAVAILABLE_VARIABLE] = json.dumps({name: str(error) for name, error in failed.items()})
-    if any(not isinstance(error, environments.MachineLacks) for error in failed.values()):
-        print("run_all.py: error: an environment could not be built; the tests need all of them", file=sys.stderr)
-        return 1
-    try:
-        print("[setup] browser: {}".format(environments.ensure_browser()))
-    except environments.SetupError as error:
-        print("[setup] browser: {} (the browser test will fail)".format(error))
-    os.chdir(str(catalog.REPO))
-    sys.stdout.flush()
-    pytest_args = [a for a in args.pytest_args if a != "--"]
-    chosen = any(a.startswith(("-n", "--numprocesses", "no:xdist")) for a in pytest_args)  # -n N, -p no:xdist
-    pytest_args = pytest_args if chosen else TEST_WORKERS + pytest_args
-    os.execv(sys.executable, [sys.executable, "-m", "pytest"] + pytest_args)
-
-
-def report(args):
-    """Rebuild one results folder's report, or merge several folders' results into one table; exit 1 if a record
-    could not be read (it is named on stderr and in the table, the rest is reported)."""
-    from runner import html_report, table
-    from runner import report as reporting
-
-    if len(args.run_dirs) == 1:
-        print(reporting.write_report(args.run_dirs[0]))
-        print("report: {}".format(args.run_dirs[0] / "report.html"))
-    else:
-        out = args.out or catalog.REPO / "results" / "merged-{}".format(
-            datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
-        out.mkdir(parents=True, exist_ok=True)
-        text = html_report.merged_markdown(args.run_dirs)
-        (out / "merged.md").write_text(text)
-        (out / "merged.html").write_text(html_report.merged_page(args.run_dirs))
-        print(text)
-        print("merged table: {} and {}".format(out / "merged.md", out / "merged.html"))
-    return warn_unreadable(problem for run_dir in args.run_dirs for problem in table.read_records(run_dir)[1])
-
-
-def warn_unreadable(problems):
-    """Print each unreadable record on stderr; return 1 if there was one, else 0."""
-    problems = list(problems)
-    for problem in problems:
-        print("run_all.py: warning: {}".format(problem), file=sys.stderr)
-    return 1 if problems else 0
-
-
-def rosetta(args):
-    """Write the Rosetta pages (one per task) from the stored notebooks, and the predicted-scaling plot of docs/."""
-    from runner import report as reporting
-    from runner import rosetta as rosetta_view
-
-    for path in rosetta_view.write_pages(args.out or rosetta_view.DOCS_DIR):
-        print("wrote", path)
-    if args.out is None:
-        print("wrote", reporting.plot_scaling(reporting.SCALING_PLOT))
-    return 0
-
-
-def check_equivalence(jobs, run_dir):
-    """Compare the selected notebooks with PyTorch's from shared weights, into run_dir/equivalence/."""
-    from runner import equivalence
-
-    defaults = {(job.framework.key, job.variant.name, job.task): dataclasses.replace(
-        job, precision="auto", compile_mode="default", sweep=()) for job in jobs}  # checked as the notebooks stand
-    checked = [job for job in defaults.values()
-               if job.task in equivalence.TASKS and job.framework.key != equivalence.REFERENCE]
-    if not checked or equivalence.REFERENCE not in catalog.framework_keys():
-        return
-    reference_env = catalog.ENVIRONMENTS[catalog.select([equivalence.REFERENCE])[0].variant.env]
-    if not environments.is_ready(reference_env):
-        print("[equivalence] skipped: the reference, PyTorch, has no environment here")
-        return
-    started = time.time()
-    equivalence.check(checked, run_dir / equivalence.EQUIVALENCE_DIR)
-    print("[equivalence] done in {}".format(_clock(time.time() - started)))
-
-
-def check_data_parallel(jobs, run_dir, overrides):
-    """Where the run trains on several devices (--devices N, or devices set above 1), check each framework's
-    data-parallel step against its single-device step, into run_dir/equivalence/."""
-    from runner import data_parallel, equivalence
-
-    def devices(job):
-        return dict([job.sweep] if job.sweep else []).get("devices", overrides.get("devices", 1))
-
-    parallel = [job for job in jobs if job.task == data_parallel.TASK and devices(job) > 1]
-    if not parallel:
-        return
-    started = time.time()
-    data_parallel.check([dataclasses.replace(job, precision="auto", compile_mode="default", sweep=())
-                         for job in parallel], run_dir / equivalence.EQUIVALENCE_DIR)
-    print("[data parallel] done in {}".format(_clock(time.time() - started)))
-
-
-def missing_packages_reason(job):
-    """Why a job cannot run on its adopted interpreter (it lacks a package its variant needs), or None."""
-    missing = environments.missing_packages(job.environment, job.variant.packages)
-    if not missing:
-        return None
-    python = environments.interpreter(job.environment)
-    pinned = environments.pins(job.environment.requirements)
-    return "the adopted interpreter {} lacks {}; `{} -m pip install {}` adds it".format(
-        python, ", ".join(missing), python, " ".join("{}=={}".format(name, pinned.get(name, "")).rstrip("=")
-                                                     for name in missing))
-
-
-def new_run_dir(results_dir, profile):
-    """Create and return a new folder results/<date>-<time>-<profile>, with -2, -3, ... after it for runs started
-    in the same second (mkdir decides, so two processes never get the same one)."""
-    base = "{}-{}".format(datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), profile)
-    results_dir.mkdir(parents=True, exist_ok=True)
-    for number in range(1, 1000):
-        run_dir = results_dir / (base if number == 1 else "{}-{}".format(base, number))
-        try:
-            run_dir.mkdir()
-            return run_dir
-        except FileExistsError:
-            continue
-    raise RuntimeError("999 results folders named {} already exist in {}".format(base, results_dir))
-
-
-def _clock(seconds):
-    return "{:d}:{:02d}".format(int(seconds // 60), int(seconds % 60))
-
-
-FINISHED = ("ok", "unsupported")  # statuses --resume leaves alone and the exit status accepts
-
-
-def finished(run_dir, job):
-    """True when a run folder holds an 'ok' or 'unsupported' record of `job` (--resume leaves it alone; an
-    unsupported variant is an answer, not a failure)."""
-    from runner import execution
-
-    try:
-        return results.read_result(str(run_dir / (job.stem + execution.RECORD_SUFFIX)))["status"] in FINISHED
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-
-
-def fetch_data(task_keys, source, say=print):
-    """Fetch each task's dataset once, before any notebook starts; return {task: the data source its notebooks get}.
-
-    A dataset already in the cache is verified, one that is not is downloaded (with its checksum). With 'auto', a
-    dataset that cannot be had sends its notebooks straight to the synthetic stand-in instead of each one trying
-    the network again (their records say 'synthetic'); with 'real' the DownloadError or ChecksumError is raised.
-    """
-    from common import datasets
-
-    sources = {}
-    for key in task_keys:
-        name = tasks.TASKS[key].dataset
-        sources[key] = source
-        if name is None or source == "synthetic":
-            continue
-        try:
-            path = datasets.download(datasets.REMOTE_FILES[name])
-            say("[data] {}: {} (checksum verified)".format(name, path))
-        except datasets.DownloadError as error:
-            if source == "real":
-                raise
-            sources[key] = "synthetic"
-            say("[data] {}: {}; its notebooks use the synthetic stand-in".format(name, results.first_line(str(error))))
-    return sources
-
-
-def run(args):
-    """Set up missing environments, run every selected notebook, write the report; exit 1 if any notebook failed,
-    130 when interrupted (the running notebook's row says so; --resume finishes the run)."""
-    from runner import data_parallel, equivalence, execution
-    from runner import report as reporting
-
-    machine = compatibility.detect()
-    print("[gpu] " + machine.describe())
-    if args.resume is not None:
-        run_dir, jobs = args.resume, [job for job in args.jobs if not finished(args.resume, job)]
-    else:
-        run_dir, jobs = None, args.jobs
-    names = [env.name for env in catalog.environments_for(jobs)]
-    if args.no_setup:
-        missing = [name for name in names if not environments.is_ready(catalog.ENVIRONMENTS[name])]
-        if missing:
-            print("run_all.py: error: environment {} is missing; build it with `python3 run_all.py setup {}`".format(
-                missing[0], missing[0]), file=sys.stderr)
-            return USAGE_ERROR
-        unavailable = {}
-    else:
-        failed, unavailable = build_environments(names, machine, build=build_choice(args), device=args.device,
-                                                 wheels=args.wheels)
-        unavailable.update({name: str(error) for name, error in failed.items()})
-
-    from common import datasets
-
-    try:
-        data_sources = fetch_data(sorted({job.task for job in jobs if job.variant.env not in unavailable}), args.data)
-    except (datasets.DownloadError, datasets.ChecksumError) as error:
-        print("run_all.py: error: --data {}: {}".format(args.data, results.first_line(str(error))), file=sys.stderr)
-        return 1
-    if run_dir is None:
-        run_dir = new_run_dir(args.results, args.profile)
-        write_run_file(args, run_dir)
-        print("Running {} notebooks, profile {}, data {}, into {}".format(len(jobs), args.profile, args.data, run_dir))
-    else:
-        print("Resuming {}: {} of its {} notebooks to run (missing, failed or interrupted), profile {}, data {}".format(
-            run_dir, len(jobs), len(args.jobs), args.profile, args.data))
-    parameters = {"device": args.device, "threads": args.threads, "seed": args.seed}
-    started, interrupted, running, job_started = time.time(), False, None, None
-    try:
-        for number, job in enumerate(jobs, 1):
-            prefix = "[{}/{} {}]".format(number, len(jobs), _clock(time.time() - started))
-            reason = unavailable.get(job.variant.env) or missing_packages_reason(job)
-            if reason:
-                record = execution.failure_record(job, args.profile, "unavailable", reason)
-                results.write_result(str(run_dir / (job.stem + execution.RECORD_SUFFIX)), record, "unavailable")
-            else:
-                print("{} {} on kernel {} ...".format(prefix, job.stem, job.environment.kernel_name))
-                sys.stdout.flush()
-                overrides = dict(task_overrides(args.overrides, job.task, args.profile), **dict([job.sweep] if job.sweep else []))
-                running, job_started = job, time.time()
-                record = execution.run_job(job, run_dir, args.profile,
-                                           dict(parameters, data_source=data_sources[job.task], overrides=overrides),
-                                           args.timeout, show_output=not args.quiet)
-                running = None
-            outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]
-            print("[{}/{} {}] {}: {} after {:.0f} s; {}".format(
-                number, len(jobs), _clock(time.time() - started), job.stem, record["status"].upper(),
-                record.get("duration_s") or 0, outcome))
-        for absent in catalog.absent_selected(args.frameworks):  # a row per task that says why it cannot run
-            for task in args.tasks or list(tasks.TASKS):
-                record = results.failure_record(absent.label, task, args.profile, "unavailable", absent.reason)
-                results.write_result(str(run_dir / "{}_{}{}".format(absent.label, tasks.TASKS[task].notebook,
-                                                                    execution.RECORD_SUFFIX)), record, "unavailable")
-        for framework, task, why in catalog.lacking(args.frameworks, args.tasks):  # tasks without a notebook: why
-            for variant in framework.variants:
-                record = results.failure_record(framework.label, task, args.profile, "unavailable", why,
-                                                variant=variant.name)
-                stem = catalog.notebook_path(framework, task).stem + ("-" + variant.name if variant.name else "")
-                results.write_result(str(run_dir / (stem + execution.RECORD_SUFFIX)), record, "unavailable")
-        checked = run_dir / equivalence.EQUIVALENCE_DIR / equivalence.RESULT_FILE
-        runnable = [job for job in args.jobs if job.variant.env not in unavailable]
-        if not args.no_equivalence and not checked.exists():
-            check_equivalence(runnable, run_dir)  # default runs
-        if not args.no_equivalence and not (checked.parent / data_parallel.DATA_PARALLEL_FILE).exists():
-            check_data_parallel(runnable, run_dir, args.overrides)
-    except KeyboardInterrupt:
-        interrupted = True
-        print("\nInterrupted: writing the table of what finished; `python3 run_all.py run --resume {}` finishes "
-              "the run.".format(run_dir))
-        if running is not None:
-            record = execution.failure_record(running, args.profile, "interrupted", "interrupted (Ctrl-C) after {:.0f} "
-                                              "s".format(time.time() - job_started), notebook=running.stem + ".ipynb")
-            results.write_result(str(run_dir / (running.stem + execution.RECORD_SUFFIX)), record, "interrupted")
-    text = reporting.write_report(run_dir)
-    from runner import rosetta as rosetta_view
-
-    try:
-        rosetta_view.write_pages(run_dir / "rosetta")
-    except rosetta_view.RosettaError as error:  # the run's results stand; the side-by-side pages cannot
-        print("Rosetta pages not written: {}".format(error))
-    print()
-    print(text)
-    print("Executed notebooks, records, results.md/.csv/.json, results.png and rosetta/ are in {} ({} in all)".format(
-        run_dir, _clock(time.time() - started)))
-    if interrupted:
-        return INTERRUPTED
-    return 0 if all(finished(run_dir, job) for job in args.jobs) else 1  # every notebook has an "ok" record
+    return {"run": batch.run, "test": setup_commands.test, "report": report_commands.report,
+            "rosetta": report_commands.rosetta}[args.command](args)

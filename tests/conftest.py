@@ -7,7 +7,7 @@ import os
 import pytest
 from notebook_runs import NotebookRuns
 
-from runner import environments
+from runner.run import environments
 
 # Test files whose tests share runs that one of them makes (session fixtures, the check's folders): with pytest-xdist
 # (`run_all.py test` runs two workers) each set goes to one worker, every other test to whichever is free

@@ -6,7 +6,8 @@ record; the RNN notebooks have a second run at learning rate 0 for the logits at
 notebook the check leaves out (a ResNet-50 v1 from a model zoo) gets a plain smoke run.
 """
 
-from runner import equivalence, execution
+from runner.checks import equivalence
+from runner.run import execution
 
 
 class NotebookRuns:

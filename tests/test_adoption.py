@@ -11,7 +11,8 @@ from conftest import require_environment
 from fake_gpus import fake_nvidia_smi, use_nvidia_smi
 
 from common import hyperparams
-from runner import catalog, cli, compatibility, environments, execution
+from runner import catalog, cli
+from runner.run import batch, compatibility, environments, execution
 
 # The built environments' interpreters, found before a test points the catalog at a scratch folder
 BUILT = {name: env.python_path for name, env in catalog.ENVIRONMENTS.items()}
@@ -115,8 +116,8 @@ def test_a_keras_row_on_an_adopted_interpreter_without_keras_says_how_to_add_it(
     environments.write_stamp(env, {"build": "adopted", "python_path": "/opt/jax/bin/python", "python": "3.12.3",
                                    "requirements": "jax-gpu.txt", "versions": {"jax": "0.11.0", "keras": None}})
     keras, own = catalog.select(["keras"], ["cnn"])[1], catalog.select(["jax"], ["cnn"])[0]
-    assert cli.missing_packages_reason(own) is None
-    assert cli.missing_packages_reason(keras) == ("the adopted interpreter /opt/jax/bin/python lacks keras; "
+    assert batch.missing_packages_reason(own) is None
+    assert batch.missing_packages_reason(keras) == ("the adopted interpreter /opt/jax/bin/python lacks keras; "
                                                   "`/opt/jax/bin/python -m pip install keras==3.15.1` adds it")
 
 

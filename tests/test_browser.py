@@ -10,7 +10,9 @@ import time
 import pytest
 
 from common import tasks
-from runner import catalog, environments, rosetta, table
+from runner import catalog
+from runner.report import rosetta_pages, table
+from runner.run import environments
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -72,7 +74,7 @@ def test_results_report_shows_every_row(browser, tmp_path, monkeypatch):
     print("browser check of the report: {:.1f} s".format(time.monotonic() - started))
 
 
-# What a reader must be able to count on at 1440 x 900, checked in the page's own terms (see runner/rosetta.py).
+# What a reader must be able to count on at 1440 x 900, checked in the page's own terms (see runner/report/rosetta_pages.py).
 TOO_WIDE = """() => Array.from(document.querySelectorAll("main .view pre, main .view td.code, main .view .cell"))
   .filter(e => e.offsetParent !== null)
   .filter(e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right >
@@ -93,7 +95,7 @@ SOME_FRAMEWORKS = [task for task in tasks.TASKS if task not in EVERY_FRAMEWORK]
 def test_a_page_of_a_task_some_frameworks_lack_shows_those_that_have_it(browser, task, tmp_path):
     from test_rosetta import notebook_tags
 
-    (path,) = [p for p in rosetta.write_pages(tmp_path) if p.stem == task]
+    (path,) = [p for p in rosetta_pages.write_pages(tmp_path) if p.stem == task]
     page, errors = open_page(browser, path, 1440, 900)
     having = [f.key for f in catalog.FRAMEWORKS if task not in f.lacks]
     shown = page.locator(".colhead[data-fw]:visible")
@@ -110,7 +112,7 @@ def test_a_page_of_a_task_some_frameworks_lack_shows_those_that_have_it(browser,
 def test_rosetta_page_reads_at_1440_and_compares_frameworks(browser, task, tmp_path):
     from test_rosetta import notebook_tags
 
-    (path,) = [p for p in rosetta.write_pages(tmp_path) if p.stem == task]
+    (path,) = [p for p in rosetta_pages.write_pages(tmp_path) if p.stem == task]
     page, errors = open_page(browser, path, 1440, 900)
     shown = page.locator(".colhead[data-fw]:visible")
     assert shown.evaluate_all("heads => heads.map(h => h.dataset.fw)") == ["pytorch", "tensorflow"]  # the default pair

@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from runner import catalog, environments
+from runner import catalog
+from runner.run import environments
 
 TARGETS = [("3.6", "numpy==1.19.5"), ("3.12", "numpy==2.4.6")]
 

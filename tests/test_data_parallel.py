@@ -1,4 +1,4 @@
-"""Data parallelism computes the single-device step (runner/data_parallel.py, the check run_all.py --devices N runs):
+"""Data parallelism computes the single-device step (runner/checks/data_parallel.py, the check run_all.py --devices N runs):
 every train notebook takes one SGD step on 2 devices and one on 1 device with the whole batch in 2 micro-batches
 (without the split where batch norm normalises over the whole batch), from the same weights and images, and the
 weights agree; a control run with the batch the other way differs. A notebook that cannot run on several devices
@@ -16,7 +16,8 @@ import socket
 import pytest
 from conftest import TRAIN_ONE_DEVICE, require_environment
 
-from runner import catalog, data_parallel
+from runner import catalog, run_folder
+from runner.checks import data_parallel
 
 JOBS = catalog.select(task_keys=["train"])
 CHECKED = {}  # job stem -> the folder of its check in this session: init.npz, parallel/weights.npz, float64/float64.npz
@@ -38,9 +39,9 @@ def test_a_data_parallel_step_is_the_single_device_step(job, tmp_path):
     if job.label in data_parallel.FLOAT64_REFERENCE:  # held to the exact step: as close to it as one device
         assert result["parallel_error"] < data_parallel.REFERENCE_FACTOR * result["single_error"] < 0.1 * result["moved"]
         assert result["control_error"] > 0.2 * result["moved"]  # and the control is far from it
-        assert data_parallel.verdict(result).startswith("as exact as one device")
+        assert run_folder.data_parallel_verdict(result).startswith("as exact as one device")
     else:
-        assert result["allowed"] == data_parallel.TOLERANCE and data_parallel.verdict(result).startswith("yes")
+        assert result["allowed"] == data_parallel.TOLERANCE and run_folder.data_parallel_verdict(result).startswith("yes")
 
 
 # Frameworks whose train notebook runs on one machine only, and why

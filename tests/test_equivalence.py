@@ -1,4 +1,4 @@
-"""Same weights, same function: every notebook the check covers against PyTorch's (runner/equivalence.py says
+"""Same weights, same function: every notebook the check covers against PyTorch's (runner/checks/equivalence.py says
 what is compared and with which tolerances). The runs are the session's (tests/notebook_runs.py), which the
 smoke tests check too; the measured errors go to equivalence.json in the session's temporary folder.
 """
@@ -10,7 +10,8 @@ import pytest
 from conftest import require_environment
 
 from common import weights
-from runner import catalog, equivalence
+from runner import catalog, run_folder
+from runner.checks import equivalence
 
 JOBS = [job for task in equivalence.TASKS for job in catalog.select(task_keys=[task])
         if job.framework.key != equivalence.REFERENCE]
@@ -21,7 +22,7 @@ def references(notebook_runs):
     """Per task, made once when first asked for: the shared weights and PyTorch's exports."""
     yield notebook_runs.reference
     measured = {task: equivalence.document(task, results) for task, results in RESULTS.items()}
-    path = notebook_runs.folder / equivalence.RESULT_FILE
+    path = notebook_runs.folder / run_folder.EQUIVALENCE_FILE
     path.write_text(json.dumps(measured, indent=1) + "\n")
     print("equivalence results: {}".format(path))
 
@@ -53,17 +54,17 @@ def test_shared_weights_give_pytorchs_results(job, references):
     result = equivalence.compare(job, references(job.task))
     RESULTS[job.task].append(result)
     assert result["failures"] == []
-    assert equivalence.verdict(result).startswith(("yes", "no: ", "same function"))
+    assert run_folder.equivalence_verdict(result).startswith(("yes", "no: ", "same function"))
 
 
 def test_the_verdicts_read_as_the_table_shows_them():
     base = {"failures": [], "equivalent": True, "reason": None, "step_differences": {}, "logits_max_abs": 2e-8}
-    assert equivalence.verdict(base) == "yes (logits within 2.0e-08)"
-    assert equivalence.verdict(dict(base, equivalent=False, reason="GRU differs")) == "no: GRU differs"
-    assert equivalence.verdict(dict(base, step_differences={"embedding": "sparse Adam"})) == (
+    assert run_folder.equivalence_verdict(base) == "yes (logits within 2.0e-08)"
+    assert run_folder.equivalence_verdict(dict(base, equivalent=False, reason="GRU differs")) == "no: GRU differs"
+    assert run_folder.equivalence_verdict(dict(base, step_differences={"embedding": "sparse Adam"})) == (
         "same function; one step differs in embedding: sparse Adam")
-    assert equivalence.verdict(dict(base, failures=["fc/bias differs"])) == "check failed: fc/bias differs"
-    assert equivalence.verdict({"error": "JAX_RNN failed: boom"}) == "check failed: JAX_RNN failed: boom"
+    assert run_folder.equivalence_verdict(dict(base, failures=["fc/bias differs"])) == "check failed: fc/bias differs"
+    assert run_folder.equivalence_verdict({"error": "JAX_RNN failed: boom"}) == "check failed: JAX_RNN failed: boom"
 
 
 @pytest.mark.parametrize("framework", ["jax", "lasagne"])

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from runner import catalog, cli, environments, table
+from runner import catalog, cli, run_folder
+from runner.report import table
+from runner.run import batch, environments
 
 # fault: what it gets. One test below per entry, named test_<fault>.
 FAULTS = {
@@ -45,7 +47,8 @@ sys.exit(cli.main(sys.argv[1:]))
 BUILD = """
 import sys
 from pathlib import Path
-from runner import catalog, environments
+from runner import catalog
+from runner.run import environments
 root = Path(sys.argv[1])
 catalog.REPO, catalog.ENVS_DIR, catalog.JUPYTER_DIR, catalog.REQUIREMENTS_DIR = root, root / "envs", root / "jupyter", root
 environments.ensure(catalog.Environment("tiny", "Tiny"), say=lambda line: print(line, flush=True), heartbeat=60)
@@ -53,9 +56,9 @@ environments.ensure(catalog.Environment("tiny", "Tiny"), say=lambda line: print(
 RUN_DIRS = """
 import sys
 from pathlib import Path
-from runner import cli
+from runner.run import batch
 for _ in range(5):
-    print(cli.new_run_dir(Path(sys.argv[1]), "smoke").name)
+    print(batch.new_run_dir(Path(sys.argv[1]), "smoke").name)
 """
 
 
@@ -135,14 +138,14 @@ def test_ctrl_c(tmp_path):
     assert kernels_in(run_dir)
     os.killpg(process.pid, signal.SIGINT)  # Ctrl-C in a terminal signals the whole group
     out = process.communicate(timeout=120)[0]
-    assert process.returncode == cli.INTERRUPTED, out
+    assert process.returncode == batch.INTERRUPTED, out
     assert statuses(run_dir) == {"OK": "ok", "Hangs": "interrupted"}  # Raises never started: no row yet
     assert "| interrupted (Ctrl-C) after" in (run_dir / "results.md").read_text()
     wait_for(lambda: not kernels_in(run_dir), "the kernel to stop", timeout=30)
     # finishing it: what is missing or interrupted runs again (Hangs, bounded by a timeout this time, and Raises)
-    stored = json.loads((run_dir / cli.RUN_FILE).read_text())
+    stored = json.loads((run_dir / run_folder.RUN_FILE).read_text())
     stored["timeout"] = 5
-    (run_dir / cli.RUN_FILE).write_text(json.dumps(stored))
+    (run_dir / run_folder.RUN_FILE).write_text(json.dumps(stored))
     resumed = start(FIXTURE_RUN, "run", "--resume", run_dir, "-q")
     out = resumed.communicate(timeout=300)[0]
     assert resumed.returncode == 1 and "2 of its 3 notebooks to run" in out, out

@@ -8,7 +8,9 @@ import json
 import pytest
 from fake_gpus import MACHINES, failing_nvidia_smi, fake_nvidia_smi, use_nvidia_smi
 
-from runner import catalog, cli, compatibility, environments, table
+from runner import catalog, cli
+from runner.report import table
+from runner.run import batch, compatibility, environments, setup_commands
 
 
 def machine(name):
@@ -175,7 +177,7 @@ def test_a_run_on_an_h100_gives_the_rows_it_cannot_run_their_reason(tmp_path, mo
     use_nvidia_smi(monkeypatch, fake_nvidia_smi(tmp_path, "H100"))
     FakeSetup(monkeypatch, {"pytorch": {"framework": "PyTorch", "version": "2.14.1", "gpus": [], "gpu_ok": False,
                                         "error": "PyTorch 2.14.1 (CUDA 13.0): CUDA driver version is insufficient"}})
-    monkeypatch.setattr(cli, "check_equivalence", lambda jobs, run_dir: None)
+    monkeypatch.setattr(batch, "check_equivalence", lambda jobs, run_dir: None)
     status = cli.main(["-f", "mxnet,chainer,pytorch", "-t", "cnn", "-p", "smoke", "--results", str(tmp_path / "r")])
     assert status == 1
     (run_dir,) = (tmp_path / "r").iterdir()
@@ -224,7 +226,7 @@ def test_the_probe_answer_is_kept_with_the_build(tmp_path, monkeypatch):
                                    "requirements_sha256": "0", "probe": {"framework": "JAX", "gpu_ok": False,
                                                                          "gpus": [], "error": "JAX 0.10.2: no cuda"}})
     monkeypatch.setattr(environments, "is_ready", lambda env, requirements=None: True)
-    state = cli.environment_state(env, machine("H100"))
+    state = setup_commands.environment_state(env, machine("H100"))
     assert state == "envs/jax-cuda13.txt, GPU build (CUDA 13.0); GPU: no: JAX 0.10.2: no cuda"
     assert json.loads((env.path / environments.STAMP).read_text())["probe"]["error"] == "JAX 0.10.2: no cuda"
 

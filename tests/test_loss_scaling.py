@@ -8,7 +8,8 @@ import subprocess
 import pytest
 from conftest import require_environment
 
-from runner import catalog, environments
+from runner import catalog
+from runner.run import environments
 
 SCRIPT = r"""
 import contextlib

@@ -15,7 +15,8 @@ import nbformat
 import pytest
 
 from common import tasks
-from runner import catalog, environments
+from runner import catalog
+from runner.run import environments
 
 ENTRY = '''    Framework("toy", "Toy", "Toy", (Variant(None, "toy"),),
               environment=Environment("toy", "Rosetta: Toy")),

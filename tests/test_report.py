@@ -5,7 +5,8 @@ from html.parser import HTMLParser
 import pytest
 
 from common import environment, results, tasks, timing
-from runner import html_report, report, table
+from runner import run_folder
+from runner.report import html_pages, plots, run_report, table
 
 
 def ok_record(framework, task, variant=None, **metrics):
@@ -33,11 +34,11 @@ def test_rows_follow_the_catalog_and_show_compile_time_and_failures(tmp_path):
         ("inference", "PyTorch", None),
     ]
     assert table.label(table.row(ordered[2])) == "Keras (torch)" == results.label("Keras", "torch")
-    text = report.markdown(ordered)
+    text = run_report.markdown(ordered)
     assert "| JAX | 1.0 | cpu | synthetic | 1.0 |" in text and "| 2.50 |  |  |  | 0.900 | ok |" in text
     assert "failed: RuntimeError: CUDA / out of memory" in text  # a '|' in an error cannot break the table
     assert "### RNN" not in text  # no empty sections
-    report.plot(ordered, tmp_path / "plot.png")
+    plots.plot(ordered, tmp_path / "plot.png")
     assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -53,32 +54,32 @@ def test_html_run_page_lists_every_row_and_links_notebooks(tmp_path):
     records = [ok_record("PyTorch", "cnn", train_s=2.0, accuracy=0.5),
                results.failure_record("JAX", "cnn", "quick", "timeout", "stopped after 10 s", notebook="JAX_CNN.ipynb")]
     records[0]["notebook"] = "PyTorch_CNN.ipynb"
-    from runner import html_report
+    from runner.report import html_pages
 
-    page = html_report.run_page(tmp_path, records, {"PyTorch_CNN.ipynb": "PyTorch_CNN.html"})
+    page = html_pages.run_page(tmp_path, records, {"PyTorch_CNN.ipynb": "PyTorch_CNN.html"})
     assert '<a href="PyTorch_CNN.html">PyTorch</a>' in page
     assert "timeout: stopped after 10 s" in page and 'class="bar"' in page
     assert page.count("<h2>") == 2  # CNN and the environment
 
 
 def test_merged_table_has_a_column_per_run_and_flags_what_differs(tmp_path):
-    from runner import html_report
+    from runner.report import html_pages
 
     quick = write_run(tmp_path / "a-quick", "quick", [ok_record("PyTorch", "cnn", train_s=40.0, accuracy=0.5)])
     smoke = write_run(tmp_path / "b-smoke", "smoke", [ok_record("PyTorch", "cnn", train_s=1.0, accuracy=0.1),
                                                       ok_record("JAX", "cnn", train_s=2.0, accuracy=0.2)])
-    text = html_report.merged_markdown([quick, smoke])
+    text = html_pages.merged_markdown([quick, smoke])
     header = next(line for line in text.splitlines() if line.startswith("| Framework"))
     assert "/ quick (a-quick)" in header and "/ smoke (b-smoke)" in header
     assert "| PyTorch | 40.0 (acc 0.500) [synthetic data] | 1.0 (acc 0.100) [synthetic data] |" in text
     assert "| JAX | not run | 2.0 (acc 0.200) [synthetic data] |" in text
-    assert "<th>" in html_report.merged_page([quick, smoke])
+    assert "<th>" in html_pages.merged_page([quick, smoke])
 
 
 def test_the_equivalence_check_fills_a_same_as_pytorch_column(tmp_path):
     import json
 
-    from runner import equivalence
+    from runner.checks import equivalence
 
     run_dir = write_run(tmp_path / "run", "quick", [
         ok_record("PyTorch", "rnn", train_s=2.0, accuracy=0.6), ok_record("CNTK", "rnn", train_s=3.0, accuracy=0.5),
@@ -87,10 +88,10 @@ def test_the_equivalence_check_fills_a_same_as_pytorch_column(tmp_path):
     base = {"task": "rnn", "failures": [], "equivalent": True, "reason": None, "step_differences": {}}
     checked = [dict(base, framework="Keras (jax)", logits_max_abs=1.5e-7),
                dict(base, framework="CNTK", equivalent=False, reason="reset gate | before")]
-    (run_dir / equivalence.EQUIVALENCE_DIR).mkdir()
-    (run_dir / equivalence.EQUIVALENCE_DIR / equivalence.RESULT_FILE).write_text(
+    (run_dir / run_folder.CHECKS_DIR).mkdir()
+    (run_dir / run_folder.CHECKS_DIR / run_folder.EQUIVALENCE_FILE).write_text(
         json.dumps({"rnn": equivalence.document("rnn", checked)}))
-    text = report.write_report(run_dir)
+    text = run_report.write_report(run_dir)
     assert "| Accuracy | Status | Same as PyTorch |" in text and table.EQUIVALENCE_NOTE in text
     assert text.count("| ok | reference |") == 1 and "| ok | yes (logits within 1.5e-07) |" in text
     assert "| ok | no: reset gate / before |" in text and "| ok | not checked |" in text  # MXNet was not checked
@@ -170,7 +171,7 @@ def test_rows_that_could_not_use_the_gpu_say_why():
                                          "mxnet-gpu.txt (CUDA 11.2): this NVIDIA H100 80GB HBM3 is compute capability 9.0")
     adopted = ok_record("PyTorch", "cnn", train_s=1.0, accuracy=0.9)
     adopted["environment"].update(build="adopted /usr/bin/python3.12", framework_version="2.11.0+cu130")
-    text = report.markdown([adopted, unusable, unavailable])
+    text = run_report.markdown([adopted, unusable, unavailable])
     assert "| JAX | 1.0 | cpu (GPU not used) |" in text
     assert "- JAX: JAX could not use this machine's NVIDIA H100 80GB HBM3: no CUDA plugin." in text
     assert "| unavailable on this GPU: mxnet-gpu.txt (CUDA 11.2): this NVIDIA H100" in text  # said once, not twice
@@ -196,7 +197,7 @@ class _HTMLTables(HTMLParser):
                 self.titles.append(self.last_title)
         elif tag == "tr" and self._in_results:
             self.tables[-1].append([])
-        elif tag in ("th", "td") and self._in_results and attrs.get("class") != html_report.BAR_CLASS:
+        elif tag in ("th", "td") and self._in_results and attrs.get("class") != html_pages.BAR_CLASS:
             self._cell = ""
 
     def handle_endtag(self, tag):
@@ -236,7 +237,7 @@ def markdown_tables(text):
 def test_markdown_and_html_show_the_same_tables(tmp_path):
     import json
 
-    from runner import equivalence
+    from runner.checks import equivalence
 
     unusable = ok_record("JAX", "cnn", train_s=1.0, accuracy=0.9, compile_s=2.5)
     unusable["environment"]["gpu_unused"] = "JAX could not use this machine's GPU: no CUDA plugin"
@@ -252,10 +253,10 @@ def test_markdown_and_html_show_the_same_tables(tmp_path):
         ok_record("JAX", "inference", s_per_1000_images=5.0, images_per_s=200.0)])
     checked = [{"task": "cnn", "framework": "JAX", "failures": [], "equivalent": True, "reason": None,
                 "step_differences": {}, "logits_max_abs": 1e-6}]
-    (run_dir / equivalence.EQUIVALENCE_DIR).mkdir()
-    (run_dir / equivalence.EQUIVALENCE_DIR / equivalence.RESULT_FILE).write_text(
+    (run_dir / run_folder.CHECKS_DIR).mkdir()
+    (run_dir / run_folder.CHECKS_DIR / run_folder.EQUIVALENCE_FILE).write_text(
         json.dumps({"cnn": equivalence.document("cnn", checked)}))
-    markdown = markdown_tables(report.write_report(run_dir))
+    markdown = markdown_tables(run_report.write_report(run_dir))
     page = html_tables((run_dir / "report.html").read_text())
     assert list(markdown) == list(page) == [tasks.TASKS[key].title for key in ("cnn", "inference", "rnn")]  # those run
     assert markdown == page
@@ -275,8 +276,8 @@ def test_merged_markdown_and_html_show_the_same_tables(tmp_path):
     smoke = write_run(tmp_path / "b-smoke", "smoke", [
         ok_record("JAX", "cnn", train_s=2.0, accuracy=0.2),
         results.failure_record("PyTorch", "cnn", "smoke", "failed", "RuntimeError: out of memory")])
-    markdown = markdown_tables(html_report.merged_markdown([quick, smoke]))
-    page = html_tables(html_report.merged_page([quick, smoke]))
+    markdown = markdown_tables(html_pages.merged_markdown([quick, smoke]))
+    page = html_tables(html_pages.merged_page([quick, smoke]))
     # the Markdown makes the '|' between hardware and profile in a heading a '/'
     assert markdown == {title: [[cell.replace("|", "/") for cell in cells] for cells in rows] for title, rows in page.items()}
     assert markdown[tasks.TASKS["inference"].title][1] == ["PyTorch", "5.00", "not run"]
@@ -349,7 +350,7 @@ def test_the_peak_resident_memory_of_the_timed_blocks_is_a_column_of_every_task(
 
 
 def test_variant_rows_stay_apart_in_run_and_merged_tables_and_only_default_rows_get_a_verdict(tmp_path):
-    from runner import html_report
+    from runner.report import html_pages
 
     bf16 = ok_record("PyTorch", "cnn", train_s=20.0, accuracy=0.5)
     bf16.update(precision="bf16", compile="on")
@@ -364,9 +365,9 @@ def test_variant_rows_stay_apart_in_run_and_merged_tables_and_only_default_rows_
                                  "step_differences": {}}}
     assert table.same_as_pytorch(rows[1], checks) is None  # the check ran the notebooks as they stand
     assert table.same_as_pytorch(rows[2], checks).startswith("yes")
-    assert "| Chainer · bf16 |" in report.markdown(table.load_records(run))
-    assert "unsupported: Chainer cannot run precision=bf16" in report.markdown(table.load_records(run))
-    merged = html_report.merged_markdown([run])
+    assert "| Chainer · bf16 |" in run_report.markdown(table.load_records(run))
+    assert "unsupported: Chainer cannot run precision=bf16" in run_report.markdown(table.load_records(run))
+    merged = html_pages.merged_markdown([run])
     assert "| PyTorch | 40.0 " in merged and "| PyTorch · bf16 · compiled | 20.0 " in merged
 
 
@@ -396,7 +397,6 @@ def test_a_devices_sweep_shows_the_scaling_efficiency_from_the_same_run():
 def test_the_data_parallel_check_fills_its_column_in_the_train_and_sweep_tables(tmp_path):
     import json
 
-    from runner import data_parallel, equivalence
 
     records = []
     for framework in ("PyTorch", "JAX", "TensorFlow"):
@@ -410,10 +410,10 @@ def test_the_data_parallel_check_fills_its_column_in_the_train_and_sweep_tables(
                dict(base, framework="JAX", moved=0.45, max_abs=1e-2, parallel_error=9.3e-3, single_error=8.6e-3,
                     allowed=1.72e-2, reference="XLA | apart"),
                {"framework": "TensorFlow", "task": "train", "error": "TensorFlow_Train failed: ValueError: x"}]
-    (run_dir / equivalence.EQUIVALENCE_DIR).mkdir()
-    (run_dir / equivalence.EQUIVALENCE_DIR / data_parallel.DATA_PARALLEL_FILE).write_text(
+    (run_dir / run_folder.CHECKS_DIR).mkdir()
+    (run_dir / run_folder.CHECKS_DIR / run_folder.DATA_PARALLEL_FILE).write_text(
         json.dumps({"results": checked}))
-    text = report.write_report(run_dir)
+    text = run_report.write_report(run_dir)
     assert table.DATA_PARALLEL_NOTE in text and table.EQUIVALENCE_NOTE not in text
     assert "| Status | Data-parallel step = one device's |" in text  # the train table
     assert "| PyTorch · devices=2 |" in text and text.count("| ok | yes (0.0e+00 of a 0.45 step) |") == 2
@@ -435,35 +435,35 @@ def test_a_gpu_sweep_of_devices_draws_its_efficiency_beside_the_prediction(tmp_p
             record = ok_record(framework, "train", s_per_1000_images=1000.0 / per_s, images_per_s=per_s)
             record.update(device=device, params={"devices": devices, "batch_size": 64}, sweep={"devices": devices})
             records.append(record)
-    measured = report.measured_scaling(records)
+    measured = plots.measured_scaling(records)
     assert list(measured) == ["PyTorch"]
     step, efficiency = measured["PyTorch"]
     assert step == pytest.approx(64 / 500.0) and efficiency == pytest.approx({2: 0.9, 4: 0.8})
     gpu_run = write_run(tmp_path / "gpu", "full", records)
-    report.write_report(gpu_run)
+    run_report.write_report(gpu_run)
     assert (gpu_run / "scaling.png").read_bytes()[:4] == b"\x89PNG"
     assert "measured scaling efficiency beside the prediction" in (gpu_run / "report.html").read_text()
     cpu_run = write_run(tmp_path / "cpu", "full", [r for r in records if r["device"] == "cpu"])
-    report.write_report(cpu_run)
+    run_report.write_report(cpu_run)
     assert not (cpu_run / "scaling.png").exists()
 
 
 def test_the_data_parallel_verdict_names_synchronised_batch_norm_and_refusals():
-    from runner import data_parallel
 
     synchronised = {"framework": "Keras (jax)", "task": "train", "devices": 2, "moved": 0.41, "max_abs": 6.4e-3,
                     "parallel_error": 6.9e-3, "single_error": 8.2e-3, "allowed": 1.64e-2, "reference": "XLA",
                     "synchronised": "one program", "failures": []}
-    assert data_parallel.verdict(synchronised) == "as exact as one device (6.9e-03 from the float64 step, one device " \
-        "8.2e-03, of a 0.41 step; batch norm over the whole batch; XLA)"
+    assert run_folder.data_parallel_verdict(synchronised) == (
+        "as exact as one device (6.9e-03 from the float64 step, one device 8.2e-03, of a 0.41 step; batch norm over "
+        "the whole batch; XLA)")
     exact = {"framework": "PyTorch", "task": "train", "devices": 2, "moved": 0.45, "max_abs": 0.0, "allowed": 1e-5,
              "reference": None, "synchronised": None, "failures": []}
-    assert data_parallel.verdict(exact) == "yes (0.0e+00 of a 0.45 step)"
+    assert run_folder.data_parallel_verdict(exact) == "yes (0.0e+00 of a 0.45 step)"
     no_reference = {"framework": "JAX", "task": "train", "status": "unavailable",
                     "error": "the float64 reference step needs the PyTorch environment (python3 run_all.py setup pytorch)"}
-    assert data_parallel.verdict(no_reference) == "not checked: " + no_reference["error"]
+    assert run_folder.data_parallel_verdict(no_reference) == "not checked: " + no_reference["error"]
     refused = {"framework": "Keras (torch)", "task": "train", "status": "unsupported",
                "error": "Keras_Train-torch unsupported: Keras on torch cannot run devices=2: no engine"}
-    assert data_parallel.verdict(refused) == "not checked: Keras on torch cannot run devices=2: no engine"
+    assert run_folder.data_parallel_verdict(refused) == "not checked: Keras on torch cannot run devices=2: no engine"
     failed = dict(refused, status="failed", error="Keras_Train-torch failed: ValueError: x")
-    assert data_parallel.verdict(failed) == "check failed: Keras_Train-torch failed: ValueError: x"
+    assert run_folder.data_parallel_verdict(failed) == "check failed: Keras_Train-torch failed: ValueError: x"

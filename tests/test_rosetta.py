@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from common import tasks
-from runner import catalog, rosetta
+from runner import catalog
+from runner.report import rosetta_pages
 
 SECTION = re.compile(r'<section class="sec" id="([^"]+)" data-section="\1"><h2 class="sec-title"><a href="#\1">([^<]*)</a>')
 VARIANT = re.compile(r'<div class="variant( none)?" data-fws="([^"]*)" data-lines="\d+">')
@@ -58,7 +59,7 @@ def page_sections(page):
 
 @pytest.mark.parametrize("task", list(tasks.TASKS))
 def test_page_lists_every_framework_with_a_notebook_and_links_its_source(task):
-    page = rosetta.page(task)
+    page = rosetta_pages.page(task)
     found = notebook_files(task)
     # every framework has every task it does not declare it lacks
     assert [f.key for f, _ in found] == [f.key for f in catalog.FRAMEWORKS if task not in f.lacks]
@@ -72,7 +73,7 @@ def test_page_lists_every_framework_with_a_notebook_and_links_its_source(task):
 @pytest.mark.parametrize("task", list(tasks.TASKS))
 def test_every_section_found_in_the_notebooks_has_its_row_and_its_title(task):
     """The sections come from the tags in the notebooks' JSON; each row's title from tasks.SECTION_TITLES."""
-    sections = page_sections(rosetta.page(task))
+    sections = page_sections(rosetta_pages.page(task))
     expected = notebook_tags(task)
     assert set(tasks.TASKS[task].sections) <= set(expected)
     assert list(sections) == expected  # in the notebooks' order
@@ -85,7 +86,7 @@ def test_every_section_found_in_the_notebooks_has_its_row_and_its_title(task):
 def test_cells_the_notebooks_share_are_stored_once(task):
     """A cell is stored once with the frameworks whose notebooks have the same text: the parameters cell, that
     differs only in Keras 3's and Keras 2's, three times; every framework's cells are in the page, in its section."""
-    sections = page_sections(rosetta.page(task))
+    sections = page_sections(rosetta_pages.page(task))
     cells = {f.key: notebook_cells(path) for f, path in notebook_files(task)}
     for tag in notebook_tags(task):
         for kind in ("markdown", "code"):
@@ -97,7 +98,7 @@ def test_cells_the_notebooks_share_are_stored_once(task):
                     if row.startswith(kind + '"')]
             stored = [fws.split() for row in rows for none, fws in VARIANT.findall(row) if not none]
             assert sorted(stored) == sorted(sharing.values()), (tag, kind)
-    parameters = page_sections(rosetta.page(task))["parameters"][1]
+    parameters = page_sections(rosetta_pages.page(task))["parameters"][1]
     having = [f.key for f in catalog.FRAMEWORKS if task not in f.lacks]
     with_backend = [key for key in ("keras", "keras2") if key in having]  # their parameters cell adds `backend`
     expected = [" ".join(key for key in having if key not in with_backend)] + with_backend
@@ -105,7 +106,7 @@ def test_cells_the_notebooks_share_are_stored_once(task):
 
 
 def test_a_cell_the_same_everywhere_is_written_once():
-    results = page_sections(rosetta.page("cnn"))["results"][1]
+    results = page_sections(rosetta_pages.page("cnn"))["results"][1]
     everyone = " ".join(f.key for f in catalog.FRAMEWORKS)
     assert [fws for _, fws in VARIANT.findall(results)] == [everyone, everyone]  # its markdown cell and its code cell
     assert results.count("write_result") == 1
@@ -116,8 +117,8 @@ def test_a_missing_section_is_an_error(tmp_path, monkeypatch):
     notebook["cells"] = [c for c in notebook["cells"] if "evaluation" not in c["metadata"].get("tags", [])]
     (tmp_path / "PyTorch_CNN.ipynb").write_text(json.dumps(notebook))
     monkeypatch.setattr(catalog, "NOTEBOOKS", tmp_path)
-    with pytest.raises(rosetta.RosettaError, match=r"PyTorch \(PyTorch_CNN.ipynb\) lacks evaluation"):
-        rosetta.page("cnn")
+    with pytest.raises(rosetta_pages.RosettaError, match=r"PyTorch \(PyTorch_CNN.ipynb\) lacks evaluation"):
+        rosetta_pages.page("cnn")
 
 
 def test_a_tag_without_a_title_is_an_error(tmp_path, monkeypatch):
@@ -127,35 +128,35 @@ def test_a_tag_without_a_title_is_an_error(tmp_path, monkeypatch):
                               "outputs": [], "source": ["print('a new section')\n"]})
     (tmp_path / "JAX_RNN.ipynb").write_text(json.dumps(notebook))
     monkeypatch.setattr(catalog, "NOTEBOOKS", tmp_path)
-    with pytest.raises(rosetta.RosettaError, match=r"JAX \(JAX_RNN.ipynb\): section tag 'plots' has no title"):
-        rosetta.page("rnn")
+    with pytest.raises(rosetta_pages.RosettaError, match=r"JAX \(JAX_RNN.ipynb\): section tag 'plots' has no title"):
+        rosetta_pages.page("rnn")
     monkeypatch.setitem(tasks.SECTION_TITLES, "plots", "Plots")
-    assert page_sections(rosetta.page("rnn"))["plots"][0] == "Plots"  # titled, it gets its row, after the others
+    assert page_sections(rosetta_pages.page("rnn"))["plots"][0] == "Plots"  # titled, it gets its row, after the others
 
 
 def test_module_names_the_differences_mode_may_count_as_one():
     """The names a notebook binds by importing its framework, read from its code: nothing else."""
     by_key = {f.key: f for f in catalog.FRAMEWORKS}
-    assert rosetta.aliases_of(catalog.notebook_path(by_key["pytorch"], "rnn"), "pytorch") == ["nn", "pytorch", "torch"]
-    mxnet = rosetta.aliases_of(catalog.notebook_path(by_key["mxnet"], "rnn"), "mxnet")
+    assert rosetta_pages.aliases_of(catalog.notebook_path(by_key["pytorch"], "rnn"), "pytorch") == ["nn", "pytorch", "torch"]
+    mxnet = rosetta_pages.aliases_of(catalog.notebook_path(by_key["mxnet"], "rnn"), "mxnet")
     assert {"mx", "gluon", "autograd", "mxnet"} <= set(mxnet) and "np" not in mxnet and "datasets" not in mxnet
-    assert "C" in rosetta.aliases_of(catalog.notebook_path(by_key["cntk"], "cnn"), "cntk")
+    assert "C" in rosetta_pages.aliases_of(catalog.notebook_path(by_key["cntk"], "cnn"), "cntk")
 
 
 def test_committed_pages_are_current():
     for task in tasks.TASKS:
-        committed = rosetta.DOCS_DIR / (task + ".html")
-        assert committed.exists() and committed.read_text() == rosetta.page(task), (
+        committed = rosetta_pages.DOCS_DIR / (task + ".html")
+        assert committed.exists() and committed.read_text() == rosetta_pages.page(task), (
             "{} is stale: run `python3 run_all.py rosetta` and commit docs/rosetta".format(committed))
 
 
 def test_pages_written_elsewhere_link_to_the_notebooks(tmp_path):
-    (written, *_) = rosetta.write_pages(tmp_path / "run" / "rosetta")
+    (written, *_) = rosetta_pages.write_pages(tmp_path / "run" / "rosetta")
     link = re.search(r'class="source" href="([^"]+)"', written.read_text()).group(1)
     assert Path(os.path.normpath(str(written.parent / link))) == catalog.notebook_path(catalog.FRAMEWORKS[0], written.stem)
 
 
 def test_pages_are_deterministic():
-    assert rosetta.page("rnn") == rosetta.page("rnn")
-    assert not re.search(r"20\d\d-\d\d-\d\d", rosetta.page("rnn"))
-    assert not re.search(r"(src|href)=\"(https?:)?//", rosetta.page("rnn"))  # nothing fetched from elsewhere
+    assert rosetta_pages.page("rnn") == rosetta_pages.page("rnn")
+    assert not re.search(r"20\d\d-\d\d-\d\d", rosetta_pages.page("rnn"))
+    assert not re.search(r"(src|href)=\"(https?:)?//", rosetta_pages.page("rnn"))  # nothing fetched from elsewhere

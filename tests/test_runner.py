@@ -6,7 +6,9 @@ import json
 import pytest
 from conftest import require_environment
 
-from runner import catalog, cli, environments, table
+from runner import catalog, cli
+from runner.report import table
+from runner.run import batch, environments, setup_commands
 
 FIXTURES = catalog.REPO / "tests" / "fixtures"
 FIXTURE_FRAMEWORKS = tuple(
@@ -300,21 +302,22 @@ def test_a_missing_python_is_named_and_can_be_given_explicitly(tmp_path, monkeyp
 def test_the_tests_go_on_without_an_environment_whose_python_is_missing(monkeypatch):
     missing = {"cntk": environments.PythonMissing("needs Python 3.6: none found"),
                "caffe": environments.MachineLacks("needs Debian's bullseye packages, which none of x served")}
-    monkeypatch.setattr(cli, "build_environments", lambda names, machine, **options: (missing, {}))
+    monkeypatch.setattr(setup_commands, "build_environments", lambda names, machine, **options: (missing, {}))
     monkeypatch.setattr(environments, "ensure_browser", lambda: "/usr/bin/chromium")
-    monkeypatch.setattr(cli.os, "chdir", lambda path: None)
+    monkeypatch.setattr(setup_commands.os, "chdir", lambda path: None)
     monkeypatch.setenv(environments.UNAVAILABLE_VARIABLE, "{}")
     started = []
-    monkeypatch.setattr(cli.os, "execv", lambda path, argv: started.append(argv[1:]))
-    assert cli.test(cli.parse(["test", "-x"])) is None and started == [["-m", "pytest"] + cli.TEST_WORKERS + ["-x"]]
-    assert cli.test(cli.parse(["test", "-n", "0"])) is None and started[-1] == ["-m", "pytest", "-n", "0"]
-    assert cli.test(cli.parse(["test", "-p", "no:xdist"])) is None and started[-1] == ["-m", "pytest", "-p", "no:xdist"]
-    assert cli.test(cli.parse(["test", "-p", "no:cacheprovider"])) is None and started[-1][2:4] == cli.TEST_WORKERS
+    monkeypatch.setattr(setup_commands.os, "execv", lambda path, argv: started.append(argv[1:]))
+    run_tests, workers = setup_commands.test, setup_commands.TEST_WORKERS
+    assert run_tests(cli.parse(["test", "-x"])) is None and started == [["-m", "pytest"] + workers + ["-x"]]
+    assert run_tests(cli.parse(["test", "-n", "0"])) is None and started[-1] == ["-m", "pytest", "-n", "0"]
+    assert run_tests(cli.parse(["test", "-p", "no:xdist"])) is None and started[-1] == ["-m", "pytest", "-p", "no:xdist"]
+    assert run_tests(cli.parse(["test", "-p", "no:cacheprovider"])) is None and started[-1][2:4] == workers
     monkeypatch.setattr(environments, "is_ready", lambda env: False)  # and pytest skips its notebooks with the reason
     with pytest.raises(pytest.skip.Exception, match="caffe needs Debian's bullseye packages"):
         require_environment(catalog.ENVIRONMENTS["caffe"])
     missing["pytorch"] = environments.SetupError("building environment pytorch failed")
-    assert cli.test(cli.parse(["test"])) == 1 and len(started) == 4
+    assert run_tests(cli.parse(["test"])) == 1 and len(started) == 4
 
 
 def test_library_aliases_link_the_system_copy_and_reach_the_kernel(tmp_path, monkeypatch):
@@ -381,7 +384,7 @@ TWO_RUNS = (catalog.Framework("ok", "OK", "OK", (catalog.Variant("a", "runner"),
 
 
 def test_an_interrupted_run_says_so_and_resume_finishes_it(fixture_catalog, tmp_path, monkeypatch, capsys):
-    from runner import execution
+    from runner.run import execution
 
     monkeypatch.setattr(catalog, "FRAMEWORKS", TWO_RUNS)
     real_run_job = execution.run_job
@@ -393,7 +396,7 @@ def test_an_interrupted_run_says_so_and_resume_finishes_it(fixture_catalog, tmp_
 
     monkeypatch.setattr(execution, "run_job", ctrl_c_on_b)
     argv = ["-f", "ok", "-t", "cnn", "-p", "smoke", "--set", "epochs=2", "--results", str(tmp_path), "-q"]
-    assert cli.main(argv) == cli.INTERRUPTED
+    assert cli.main(argv) == batch.INTERRUPTED
     (run_dir,) = run_dirs(tmp_path)
     assert "--resume {}".format(run_dir) in capsys.readouterr().out
     statuses = {path.name: json.loads(path.read_text())["status"] for path in run_dir.glob("*.result.json")}
@@ -452,13 +455,13 @@ def test_each_dataset_is_fetched_once_before_the_notebooks(tmp_path, data_cache,
     gone = datasets.IMDB_FILE._replace(url="file:///nonexistent/imdb.npz")
     monkeypatch.setattr(datasets, "REMOTE_FILES", {"CIFAR-10": served, "IMDB": gone})
 
-    assert cli.fetch_data(["cnn", "inference", "rnn"], "auto") == {"cnn": "auto", "inference": "auto", "rnn": "synthetic"}
+    assert batch.fetch_data(["cnn", "inference", "rnn"], "auto") == {"cnn": "auto", "inference": "auto", "rnn": "synthetic"}
     assert (data_cache / "cifar.tar.gz").read_bytes() == payload.read_bytes()
     out = capsys.readouterr().out
     assert "[data] IMDB: could not download IMDB" in out and "use the synthetic stand-in" in out
-    assert cli.fetch_data(["cnn", "rnn"], "synthetic") == {"cnn": "synthetic", "rnn": "synthetic"}
+    assert batch.fetch_data(["cnn", "rnn"], "synthetic") == {"cnn": "synthetic", "rnn": "synthetic"}
     with pytest.raises(datasets.DownloadError, match="could not download IMDB"):
-        cli.fetch_data(["rnn"], "real")
+        batch.fetch_data(["rnn"], "real")
     assert cli.main(["run", "-f", "pytorch", "-t", "rnn", "--data", "real", "--no-setup", "--results",
                      str(tmp_path / "results")]) == 1
     assert "run_all.py: error: --data real: could not download IMDB" in capsys.readouterr().err

@@ -3,7 +3,8 @@
 import pytest
 
 from common import scaling
-from runner import catalog, report
+from runner import catalog
+from runner.report import plots
 
 
 def test_resnet50_has_torchvision_s_parameter_count():
@@ -38,7 +39,7 @@ def test_the_step_time_for_an_efficiency_gives_that_efficiency():
 
 def test_the_readme_shows_the_model_s_table_and_the_plot_is_drawn(tmp_path):
     readme = (catalog.REPO / "README.md").read_text()
-    assert "\n".join(report.scaling_lines()) in readme, "README's scaling table is stale: paste report.scaling_lines()"
-    assert "docs/scaling.png" in readme and report.SCALING_PLOT.exists()
-    path = report.plot_scaling(tmp_path / "scaling.png", measured={"PyTorch": (0.05, {2: 0.9})})
+    assert "\n".join(plots.scaling_lines()) in readme, "README's scaling table is stale: paste plots.scaling_lines()"
+    assert "docs/scaling.png" in readme and plots.SCALING_PLOT.exists()
+    path = plots.plot_scaling(tmp_path / "scaling.png", measured={"PyTorch": (0.05, {2: 0.9})})
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -14,7 +14,9 @@ import pytest
 from conftest import TRAIN_ONE_DEVICE, require_environment
 
 from common import results
-from runner import catalog, cli, execution, table
+from runner import catalog, cli
+from runner.report import table
+from runner.run import execution
 
 # (framework label, variant name, precision or "compile") -> words of the reason it must be refused on this CPU
 EXPECTED_UNSUPPORTED = {

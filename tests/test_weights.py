@@ -58,7 +58,8 @@ def test_resnet50_layout_is_torchvisions():
     import json
     import subprocess
 
-    from runner import catalog, environments
+    from runner import catalog
+    from runner.run import environments
 
     env = catalog.ENVIRONMENTS["pytorch"]
     if not environments.is_ready(env):

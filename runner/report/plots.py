@@ -1,47 +1,10 @@
-"""A run's report files: results.md (the table model of runner/table.py as Markdown), results.csv and results.json
-(the flat rows), results.png (one bar chart per task), sweep.png in a sweep (throughput against the swept value),
-scaling.png in a sweep of devices on GPUs (measured efficiency beside the prediction) and, through
-runner/html_report.py, report.html."""
-
-import csv
-import json
-from pathlib import Path
+"""A run's plots: results.png (one bar chart per task of its headline figure), sweep.png in a sweep (throughput
+against the swept value), and scaling.png: the predicted data-parallel scaling of docs/, with a GPU sweep of devices'
+measured efficiency beside it in a run folder."""
 
 from common import tasks
-from runner import html_report, table
-
-
-def markdown(records, title="Results", checks=None):
-    """The comparison table as Markdown: a header naming profile and hardware, the notes, then one table per task.
-
-    Training time excludes compilation where a framework compiles ahead (Compile column); a framework
-    that compiles inside its first epoch, or runs eagerly, shows "-" there, and the first epoch apart.
-    `checks` ({(task, label): result} from runner.equivalence.load) adds the checked tasks' columns: "Same as
-    PyTorch", and the data-parallel step's verdict in the train and devices-sweep tables.
-    """
-    model = table.build(records, checks)
-    lines = ["## " + title, "", "Profile: {}. Hardware: {}.".format(", ".join(model.profiles) or "-",
-                                                                   "; ".join(model.hardware) or "-")]
-    for note in model.notes:
-        lines += ["", note]
-    for task_table in model.tables:
-        lines += ["", "### " + task_table.title, ""] + table.markdown_lines(task_table)
-        if task_table.notes:
-            lines += [""] + ["- " + note for note in task_table.notes]
-    sweeps = table.sweep_tables(records, checks)
-    if sweeps:
-        lines += ["", "## Sweep", "", SWEEP_NOTE]
-    for sweep_table in sweeps:
-        lines += ["", "### " + sweep_table.title, ""] + table.markdown_lines(sweep_table)
-    return "\n".join(lines) + "\n"
-
-
-SWEEP_NOTE = ("Throughput at each value of the swept hyperparameter (sweep.png draws it): images per second (median "
-              "of the passes) for inference, training samples per second over the median epoch for the trained "
-              "tasks; a run that did not fit in memory says 'out of memory' and the sweep went on. Latency: the "
-              "median and 99th percentile of single-batch times (each timed with the device synchronised). Efficiency "
-              "(a sweep of devices, as --devices N runs): images/s on N devices over N times images/s on one, "
-              "from the same run; on a CPU the devices share its cores, so it checks the program, not the speed-up.")
+from runner import catalog
+from runner.report import table
 
 
 def plot_sweep(records, path):
@@ -117,7 +80,7 @@ def plot(records, path):
     plt.close(figure)
 
 
-SCALING_PLOT = Path(__file__).resolve().parent.parent / "docs" / "scaling.png"
+SCALING_PLOT = catalog.REPO / "docs" / "scaling.png"  # the prediction alone, redrawn by `run_all.py rosetta`
 
 
 def scaling_lines():
@@ -195,27 +158,3 @@ def measured_scaling(records):
             one, batch = by_devices[1]
             points[label] = (batch / one, {n: per_s / (n * one) for n, (per_s, _) in by_devices.items() if n != 1})
     return points
-
-
-def write_report(run_dir):
-    """Write results.md, .csv, .json, results.png and report.html (with notebooks as HTML); return the Markdown."""
-    from runner import equivalence
-
-    run_dir = Path(run_dir)
-    records = table.load_records(run_dir)
-    checks = equivalence.load(run_dir)
-    text = markdown(records, title="Results of {}".format(run_dir.name), checks=checks)
-    (run_dir / "results.md").write_text(text)
-    rows = table.flat_rows(records, checks)
-    with open(str(run_dir / "results.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=table.CSV_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    (run_dir / "results.json").write_text(json.dumps({"rows": rows, "records": records}, indent=1) + "\n")
-    plot(records, run_dir / "results.png")
-    plot_sweep(records, run_dir / "sweep.png")
-    measured = measured_scaling(records)
-    if measured:  # a GPU sweep of devices: its efficiency beside the prediction
-        plot_scaling(run_dir / "scaling.png", measured)
-    html_report.write_run_page(run_dir, records, checks)
-    return text

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 from common import gpu as gpus
-from runner import environments
+from runner.run import environments
 
 UNAVAILABLE_ON_GPU = "unavailable on this GPU: "
 _HEADER = re.compile(r"^#\s*gpu-([a-z-]+):\s*(.*?)\s*$")

@@ -1,10 +1,12 @@
-"""The results tables, declared once: flat rows from result records, and the table model every output renders.
+"""The results tables, declared once: the flat rows of result records, and the table model every output renders.
 
-`row()` flattens a record into the CSV/JSON row. COLUMNS declares each column of the per-task tables once (heading,
-cell text, alignment, which tasks have it); `build()` turns a run's records into a `Results`: one `Table` per task with
-a row of cell texts per record, and the notes under the tables. `merged()` builds the multi-machine tables in the same
-shape. runner/report.py renders the model as Markdown (with the CSV, JSON and plot beside it) and runner/html_report.py
-as HTML; this module imports neither, so runner/ has no import cycle.
+FIELDS declares each field of the flat rows once: the columns of results.csv and the keys of results.json, in order,
+each with how a record gives its value. COLUMNS declares each column of the per-task tables once: heading, cell text
+(from the flat row), alignment, which tasks have it. `build()` turns a run's records into a `Results`: one `Table` per
+task with a row of cell texts per record, and the notes under the tables; `merged()` builds the multi-machine tables in
+the same shape. runner/report/run_report.py writes the model as Markdown and the flat rows as CSV and JSON,
+runner/report/html_pages.py the model as HTML. Like all of runner/report/, this module reads only the records and
+verdict files of a results folder (runner/run_folder.py).
 """
 
 import dataclasses
@@ -12,23 +14,10 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from common import environment, flops, results, tasks, variants
-from runner import catalog
-from runner.execution import RECORD_SUFFIX
+from runner import catalog, run_folder
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Records and flat rows (results.csv, results.json)
-
-CSV_COLUMNS = (
-    "framework", "variant", "task", "profile", "status", "error", "data", "weights", "model", "device", "hardware",
-    "framework_version", "threads", "compile_s", "train_s", "first_epoch_s", "epoch_s_median", "epoch_s_min",
-    "epoch_s_max", "peak_rss_mb", "accuracy",
-    "s_per_1000_images", "s_per_1000_images_min", "s_per_1000_images_max", "images_per_s", "warmup_s",
-    "duration_s", "notebook", "gflop_per_s", "peak_gflop_per_s", "utilisation", "num_classes", "test_samples",
-    "same_as_pytorch", "accuracy_flag", "precision", "gpu_unused", "build", "peak_estimated",
-    "precision_asked", "compile", "sweep_key", "sweep_value", "samples_per_s", "latency_ms_median", "latency_ms_p99",
-    "device_peak_mb", "device_peak_source",
-)
-
+# Records in table order
 
 def catalog_rank(framework, variant):
     """A framework variant's place in the catalog, for table order; ones the catalog does not know come last."""
@@ -36,40 +25,10 @@ def catalog_rank(framework, variant):
     return rows.index((framework, variant)) if (framework, variant) in rows else len(rows)
 
 
-UNREADABLE = "unreadable"  # the status of a stand-in row for a record that cannot be read
-
-
-def unreadable_record(path, reason):
-    """A stand-in for a record file that cannot be read or is not a valid record: the framework, variant and task
-    its name says (PyTorch_CNN, Keras_RNN-jax), status 'unreadable' and the error 'unreadable record: FILE: why'.
-    None where the name says no task."""
-    stem = Path(path).name[:-len(RECORD_SUFFIX)]
-    name, _, variant = stem.partition("-")
-    prefix, _, suffix = name.rpartition("_")
-    task = next((key for key, spec in tasks.TASKS.items() if spec.notebook == suffix), None)
-    if task is None:
-        return None
-    framework = next((f.label for f in catalog.FRAMEWORKS if f.notebook_prefix == prefix), prefix)
-    record = dict.fromkeys(results.FIELDS + results.OPTIONAL_FIELDS)
-    record.update(schema_version=results.SCHEMA_VERSION, framework=framework, variant=variant or None, task=task,
-                  profile="?", status=UNREADABLE, params={}, metrics={},
-                  error="unreadable record: {}: {}".format(Path(path).name, reason), notebook=stem + ".ipynb")
-    return record
-
-
 def read_records(run_dir):
-    """(records in table order, problems): every record of a run folder that reads and checks; for one that does
-    not, a stand-in row (unreadable_record) and a line naming the file and why."""
-    records, problems = [], []
-    for path in sorted(Path(run_dir).glob("*" + RECORD_SUFFIX)):
-        try:
-            records.append(results.read_result(str(path)))
-        except (OSError, ValueError, KeyError, TypeError) as error:  # cut short, not JSON, or not a valid record
-            reason = results.first_line(str(error)) or type(error).__name__
-            problems.append("unreadable record: {}: {}".format(path, reason))
-            stand_in = unreadable_record(path, reason)
-            if stand_in is not None:
-                records.append(stand_in)
+    """(records in table order, problems): a results folder's records as runner/run_folder.py reads them, with a
+    stand-in row for each unreadable one, and a line per unreadable file."""
+    records, problems = run_folder.read_records(run_dir)
     return order_records(records), problems
 
 
@@ -93,6 +52,9 @@ def order_records(records):
 
     return sorted(records, key=key)
 
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Derived figures
 
 def epoch_samples(task, params):
     """The samples a training epoch steps through: its training split or subset, in whole batches."""
@@ -146,67 +108,114 @@ def device_peak(env):
     return (None, False) if estimate is None else (estimate * 1000, True)
 
 
+@dataclasses.dataclass(frozen=True)
+class Facts:
+    """What a record's flat row is read from: the record, its parts, and the figures derived from them once."""
+
+    record: dict
+    metrics: dict
+    timings: dict
+    env: dict
+    params: dict
+    gflops: Optional[float]
+    peak: Optional[float]
+    estimated: bool
+
+    @classmethod
+    def of(cls, record):
+        """The facts of one record (its derived figures only where it finished)."""
+        finished = record["status"] == "ok"
+        env = record.get("environment") or {}
+        peak, estimated = device_peak(env) if finished else (None, False)
+        return cls(record, record.get("metrics") or {}, record.get("timings") or {}, env, record.get("params") or {},
+                   achieved_gflops(record) if finished else None, peak, estimated)
+
+    def timing(self, name, statistic):
+        """A statistic ('median', 'min', ...) of one of the record's timings, None where it has none."""
+        return (self.timings.get(name) or {}).get(statistic)
+
+    def steady_epochs(self, statistic):
+        """A statistic of the epochs after the first, None where there are no such epochs (one epoch: all warm-up)."""
+        return self.timing("epoch_s", statistic) if len(self.timings.get("epochs_s") or ()) > 1 else None
+
+    def sweep(self, part):
+        """The swept hyperparameter's name (part 0) or value (part 1), None outside a sweep."""
+        return next(iter((self.record.get("sweep") or {None: None}).items()))[part]
+
+
+def _megabytes(value):
+    return value / 2.0 ** 20 if value else None
+
+
+def _milliseconds(value):
+    return 1000 * value if value is not None else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """One field of the flat rows, declared once: its name (a results.csv column and a results.json key, in FIELDS'
+    order) and its value from a record's Facts; None for a field judged over the whole run (flat_rows fills it)."""
+
+    name: str
+    value: Optional[Callable] = None
+
+
+FIELDS = (
+    Field("framework", lambda f: f.record["framework"]),
+    Field("variant", lambda f: f.record.get("variant")),
+    Field("task", lambda f: f.record["task"]),
+    Field("profile", lambda f: f.record["profile"]),
+    Field("status", lambda f: f.record["status"]),
+    Field("error", lambda f: f.record.get("error")),
+    Field("data", lambda f: (f.record.get("data") or {}).get("source")),
+    Field("weights", lambda f: f.record.get("weights")),
+    Field("model", lambda f: f.record.get("model")),
+    Field("device", lambda f: f.record.get("device")),
+    Field("hardware", lambda f: environment.hardware_label(f.env) if f.env else None),
+    Field("framework_version", lambda f: f.env.get("framework_version")),
+    Field("threads", lambda f: f.env.get("threads")),
+    Field("compile_s", lambda f: f.timings.get("compile_s")),
+    Field("train_s", lambda f: f.metrics.get("train_s")),
+    Field("first_epoch_s", lambda f: f.timings.get("first_epoch_s")),
+    Field("epoch_s_median", lambda f: f.timing("epoch_s", "median")),
+    Field("epoch_s_min", lambda f: f.steady_epochs("min")),
+    Field("epoch_s_max", lambda f: f.steady_epochs("max")),
+    Field("peak_rss_mb", lambda f: _megabytes(f.timings.get("peak_rss_bytes"))),
+    Field("accuracy", lambda f: f.metrics.get("accuracy")),
+    Field("s_per_1000_images", lambda f: f.metrics.get("s_per_1000_images")),
+    Field("s_per_1000_images_min", lambda f: f.timing("s_per_1000_images", "min")),
+    Field("s_per_1000_images_max", lambda f: f.timing("s_per_1000_images", "max")),
+    Field("images_per_s", lambda f: f.metrics.get("images_per_s")),
+    Field("warmup_s", lambda f: f.timings.get("warmup_s")),
+    Field("duration_s", lambda f: f.record.get("duration_s")),
+    Field("notebook", lambda f: f.record.get("notebook")),
+    Field("gflop_per_s", lambda f: f.gflops),
+    Field("peak_gflop_per_s", lambda f: f.peak),
+    Field("utilisation", lambda f: f.gflops / f.peak if f.gflops is not None and f.peak else None),
+    Field("num_classes", lambda f: f.params.get("num_classes")),
+    Field("test_samples", lambda f: f.params.get("test_samples")),
+    Field("same_as_pytorch"),  # the same-weights check's verdict (flat_rows, from the run's checks)
+    Field("accuracy_flag"),  # judged against the task's other rows (flat_rows)
+    Field("precision", lambda f: f.env.get("precision")),
+    Field("gpu_unused", lambda f: f.env.get("gpu_unused")),
+    Field("build", lambda f: f.env.get("build")),
+    Field("peak_estimated", lambda f: f.estimated if f.peak else None),
+    Field("precision_asked", lambda f: f.record.get("precision") or "auto"),
+    Field("compile", lambda f: f.record.get("compile") or "default"),
+    Field("sweep_key", lambda f: f.sweep(0)),
+    Field("sweep_value", lambda f: f.sweep(1)),
+    Field("samples_per_s", lambda f: samples_per_s(f.record)),
+    Field("latency_ms_median", lambda f: _milliseconds(f.timing("batch_s", "median"))),
+    Field("latency_ms_p99", lambda f: _milliseconds(f.timing("batch_s", "p99"))),
+    Field("device_peak_mb", lambda f: _megabytes(f.timings.get("device_peak_bytes"))),
+    Field("device_peak_source", lambda f: f.timings.get("device_peak_source")),
+)
+
+
 def row(record):
-    """Flatten a record into the CSV/JSON table row."""
-    metrics = record.get("metrics") or {}
-    timings = record.get("timings") or {}
-    env = record.get("environment") or {}
-    per_1000 = timings.get("s_per_1000_images") or {}
-    epoch = timings.get("epoch_s") or {}  # the epochs after the first (of the only one, which is all warm-up)
-    steady = epoch if len(timings.get("epochs_s") or ()) > 1 else {}  # a spread only where there are such epochs
-    finished = record["status"] == "ok"
-    gflops = achieved_gflops(record) if finished else None
-    peak, estimated = device_peak(env) if finished else (None, False)
-    (sweep_key, sweep_value), = (record.get("sweep") or {None: None}).items()
-    latency = timings.get("batch_s") or {}
-    return {
-        "precision_asked": record.get("precision") or "auto",
-        "compile": record.get("compile") or "default",
-        "sweep_key": sweep_key,
-        "sweep_value": sweep_value,
-        "samples_per_s": samples_per_s(record),
-        "latency_ms_median": 1000 * latency["median"] if latency else None,
-        "latency_ms_p99": 1000 * latency["p99"] if latency else None,
-        "device_peak_mb": timings["device_peak_bytes"] / 2.0 ** 20 if timings.get("device_peak_bytes") else None,
-        "device_peak_source": timings.get("device_peak_source"),
-        "precision": env.get("precision"),
-        "gpu_unused": env.get("gpu_unused"),
-        "build": env.get("build"),
-        "peak_estimated": estimated if peak else None,
-        "framework": record["framework"],
-        "variant": record.get("variant"),
-        "task": record["task"],
-        "profile": record["profile"],
-        "status": record["status"],
-        "error": record.get("error"),
-        "data": (record.get("data") or {}).get("source"),
-        "weights": record.get("weights"),
-        "model": record.get("model"),
-        "device": record.get("device"),
-        "hardware": environment.hardware_label(env) if env else None,
-        "framework_version": env.get("framework_version"),
-        "threads": env.get("threads"),
-        "compile_s": timings.get("compile_s"),
-        "train_s": metrics.get("train_s"),
-        "first_epoch_s": timings.get("first_epoch_s"),
-        "epoch_s_median": epoch.get("median"),
-        "peak_rss_mb": timings["peak_rss_bytes"] / 2.0 ** 20 if timings.get("peak_rss_bytes") else None,
-        "epoch_s_min": steady.get("min"),
-        "epoch_s_max": steady.get("max"),
-        "accuracy": metrics.get("accuracy"),
-        "s_per_1000_images": metrics.get("s_per_1000_images"),
-        "s_per_1000_images_min": per_1000.get("min"),
-        "s_per_1000_images_max": per_1000.get("max"),
-        "images_per_s": metrics.get("images_per_s"),
-        "warmup_s": timings.get("warmup_s"),
-        "duration_s": record.get("duration_s"),
-        "notebook": record.get("notebook"),
-        "gflop_per_s": gflops,
-        "peak_gflop_per_s": peak,
-        "utilisation": gflops / peak if gflops is not None and peak else None,
-        "num_classes": (record.get("params") or {}).get("num_classes"),
-        "test_samples": (record.get("params") or {}).get("test_samples"),
-    }
+    """Flatten a record into its flat row: every field of FIELDS, in order (the run's judgements left None)."""
+    facts = Facts.of(record)
+    return {field.name: field.value(facts) if field.value else None for field in FIELDS}
 
 
 def samples_per_s(record):
@@ -225,7 +234,8 @@ def samples_per_s(record):
 
 
 def flat_rows(records, checks=None):
-    """The CSV/JSON rows of a run: row() of each record with its equivalence verdict and accuracy flag."""
+    """The flat rows of a run (results.csv and results.json): row() of each record with its equivalence verdict and
+    accuracy flag."""
     rows = [row(r) for r in records]
     for r in rows:
         r["same_as_pytorch"] = same_as_pytorch(r, checks) if checks else None
@@ -315,25 +325,21 @@ def accuracy_text(r, task_rows):
 
 def same_as_pytorch(r, checks):
     """The table cell saying whether a row computes PyTorch's function from shared weights."""
-    from runner import equivalence
-
-    if r["task"] not in equivalence.TASKS or not is_default(r):  # the check runs the notebooks as they stand
+    if r["task"] not in run_folder.EQUIVALENCE_TASKS or not is_default(r):  # the check runs the notebooks as they stand
         return None
     if r["framework"] == "PyTorch":
         return "reference"
     result = checks.get((r["task"], label(r)))
-    return equivalence.verdict(result).replace("|", "/") if result else "not checked"
+    return run_folder.equivalence_verdict(result).replace("|", "/") if result else "not checked"
 
 
 def data_parallel_text(r, checks):
     """The cell saying whether a train row's framework takes the single-device step on several devices
-    (runner/data_parallel.py); '' for a variant's row, which the check does not run, or where it was not checked."""
-    from runner import data_parallel
-
-    if r["task"] != data_parallel.TASK or not is_default(dict(r, sweep_key=None)):  # a devices sweep's rows count
+    (runner/checks/data_parallel.py); '' for a variant's row, which the check does not run, or where it was not checked."""
+    if r["task"] != run_folder.DATA_PARALLEL_TASK or not is_default(dict(r, sweep_key=None)):  # a devices sweep's rows count
         return ""
     result = checks.get((r["task"], base_label(r)))
-    return data_parallel.verdict(result).replace("|", "/") if result else ""
+    return run_folder.data_parallel_verdict(result).replace("|", "/") if result else ""
 
 
 def headline_text(r, task):
@@ -390,10 +396,10 @@ HOST_TO_DEVICE_NOTE = ("Inference: every framework's timed loop starts from batc
 DATA_PARALLEL_NOTE = ("Data-parallel step: from one weight file, does one SGD step on 2 devices (on a CPU: its logical "
                       "devices or worker processes) give the weights of one step on one device with the same 16 "
                       "images, split in 2 micro-batches so that batch norm sees each device's statistics (whole, "
-                      "where the framework's batch norm normalises over the whole batch)? (`runner/data_parallel.py`, "
+                      "where the framework's batch norm normalises over the whole batch)? (`runner/checks/data_parallel.py`, "
                       "on the CPU with 8 images of the smoke size per device.)")
 EQUIVALENCE_NOTE = ("Same as PyTorch: from one shared weight file, does the notebook compute PyTorch's logits and "
-                    "training step, or ResNet-50's features? (`runner/equivalence.py`, on the CPU with smoke-sized "
+                    "training step, or ResNet-50's features? (`runner/checks/equivalence.py`, on the CPU with smoke-sized "
                     "data).")
 MERGED_NOTE = ("Each column is one results folder: its hardware and profile. Cells: the task's headline figure "
                "(training time in s, or s per 1000 images) with accuracy; data or weights that were not the real ones are "
@@ -402,12 +408,10 @@ MERGED_NOTE = ("Each column is one results folder: its hardware and profile. Cel
 
 def notes(checks=None):
     """The notes that explain a run's tables, in order; a check's note only where it ran."""
-    from runner import data_parallel
-
     checked_tasks = {task for task, _ in checks or {}}
     return [TIMING_NOTE, ACCURACY_NOTE, FLOPS_NOTE, MEMORY_NOTE, PRECISION_NOTE, HOST_TO_DEVICE_NOTE] + (
-        [EQUIVALENCE_NOTE] if checked_tasks - {data_parallel.TASK} else []) + (
-        [DATA_PARALLEL_NOTE] if data_parallel.TASK in checked_tasks else [])
+        [EQUIVALENCE_NOTE] if checked_tasks - {run_folder.DATA_PARALLEL_TASK} else []) + (
+        [DATA_PARALLEL_NOTE] if run_folder.DATA_PARALLEL_TASK in checked_tasks else [])
 
 
 def row_notes(rows):
@@ -447,7 +451,7 @@ class Column:
     numeric: bool = False  # right-aligned
     applies: Callable = _everywhere  # (common.tasks.Task) -> whether the task's table has the column
     headline: bool = False  # the task's headline figure (report.html draws a bar beside it)
-    needs_checks: bool = False  # only where the run checked the task (runner/equivalence.py, runner/data_parallel.py)
+    needs_checks: bool = False  # only where the run checked the task (runner/checks/)
     needs_values: bool = False  # only where a row has a value under `key` (GPU counters, single-batch latency)
 
 
@@ -471,7 +475,7 @@ def _checked(task):
 
 
 def _data_parallel(task):
-    return task.key == "train"
+    return task.key == run_folder.DATA_PARALLEL_TASK
 
 
 def _spread_text(r, context):
@@ -573,7 +577,7 @@ def task_table(task, rows, checks=None):
 
 def build(records, checks=None):
     """The tables of a run's records (in load_records order); `checks` ({(task, label): result} from
-    runner.equivalence.load) adds the 'Same as PyTorch' column."""
+    runner.run_folder.load_checks) adds the 'Same as PyTorch' column."""
     rows = [row(r) for r in records]
     tables = [task_table(task, [r for r in rows if r["task"] == key], checks)
               for key, task in tasks.TASKS.items() if any(r["task"] == key for r in rows)]
@@ -590,7 +594,7 @@ def sweep_tables(records, checks=None):
     """The sweep's tables, one per task with swept rows: a row per framework variant (base_label), a column per
     value with the throughput (images or samples per second) or the run's status; for a batch-size sweep of
     inference with batch 1, the single-batch latency; for a sweep of `devices` from 1, the scaling efficiency at
-    each other value, and with `checks` (runner.equivalence.load) the data-parallel check's verdict. [] for a run
+    each other value, and with `checks` (runner.run_folder.load_checks) the data-parallel check's verdict. [] for a run
     without a sweep."""
     rows = [row(r) for r in records]
     tables = []

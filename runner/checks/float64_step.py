@@ -1,9 +1,9 @@
-"""The exact step for the data-parallel check (runner/data_parallel.py): one SGD step of torchvision's ResNet-50 in
+"""The exact step for the data-parallel check (runner/checks/data_parallel.py): one SGD step of torchvision's ResNet-50 in
 float64, from canonical weights, on the check's images, the batch in micro-batches whose gradients are averaged as the notebooks
 average them.
 
 Run as a script in the PyTorch environment (it imports only `common`, NumPy and PyTorch):
-    python runner/float64_step.py INIT.npz OUT.npz '{"batch_size": 16, "micro_batches": 2, ...}'
+    python runner/checks/float64_step.py INIT.npz OUT.npz '{"batch_size": 16, "micro_batches": 2, ...}'
 (the one-device run's train hyperparameters: its whole batch and its micro-batches). It writes the weights after the
 step, float64 rounded once to float32, as canonical weights.
 """

@@ -1,16 +1,17 @@
 """The HTML face of the results: a run's report page, and one table merged from runs on several machines.
 
 Both pages are single self-contained files (inline CSS, bars drawn with CSS, no JavaScript needed) that render the
-table model of runner/table.py. A run's page links each framework to its executed notebook, rendered to HTML by
-nbconvert. The merged table's Markdown is written here too, beside its page. This module imports runner/table.py,
-never runner/report.py (which imports this one).
+table model of runner/report/table.py. A run's page links each framework to its executed notebook, rendered to HTML
+by nbconvert. The merged table's Markdown is written here too, beside its page. This module imports
+runner/report/table.py, never runner/report/run_report.py (which imports this one).
 """
 
 import base64
 import html
 from pathlib import Path
 
-from runner import table
+from runner import run_folder
+from runner.report import table
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #222; max-width: 1400px; }
@@ -114,9 +115,7 @@ def _environment_table(records):
 def run_page(run_dir, records, links, checks=None):
     """The report page of one run folder as HTML; `checks` defaults to the run's equivalence checks."""
     if checks is None:
-        from runner import equivalence
-
-        checks = equivalence.load(Path(run_dir))
+        checks = run_folder.load_checks(run_dir)
     model = table.build(records, checks)
     body = ['<p class="note">Profile <b>{}</b> on {}.</p>'.format(_e(", ".join(model.profiles) or "-"),
                                                                  _e("; ".join(model.hardware) or "-"))]

@@ -12,7 +12,7 @@ small images) amplifies rounding so much that the same single-device step with t
 PyTorch's first convolution by 1.5e-2 (MXNet's by 6.9e-3), which would hide what is checked. Where the two steps are
 still computed apart (FLOAT64_REFERENCE), each is compared with the exact step, in float64.
 
-A run's check (run_all.py --devices N with the train task) writes DATA_PARALLEL_FILE beside the same-weights check's
+A run's check (run_all.py --devices N with the train task) writes run_folder.DATA_PARALLEL_FILE beside the same-weights check's
 file; tests/test_data_parallel.py runs the same check with its control.
 """
 
@@ -23,9 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from common import hyperparams, weights
-from runner import catalog, environments, execution
+from runner import catalog, run_folder
+from runner.run import environments, execution
 
-TASK = "train"
+TASK = run_folder.DATA_PARALLEL_TASK
 DEVICES = 2
 ONE_STEP = {"warmup_steps": 0, "steps": 1, "repeats": 1, "batch_size": 8}
 TOLERANCE = 1e-5
@@ -33,15 +34,15 @@ TOLERANCE = 1e-5
 # rounding differs, and this step amplifies rounding (ReLU's kink, batch norm over few values: PyTorch's own float32
 # step is 7.6e-3 away from the same step in float64, of a step of 0.45), so TOLERANCE holds only for steps computed
 # the same way to the last bit. These are held instead to the exact step: the data-parallel step must be as close to
-# the float64 step (runner/float64_step.py, in the PyTorch environment) as the framework's own one-device step, within
+# the float64 step (runner/checks/float64_step.py, in the PyTorch environment) as the framework's own one-device step, within
 # REFERENCE_FACTOR of its distance; a wrong reduction moves it by a large share of the step.
 FLOAT64_REFERENCE = {"JAX": "XLA compiles the one-device and the two-device step apart",
                      "Keras (jax)": "XLA compiles the one-device and the two-device step apart"}
 REFERENCE_FACTOR = 2.0
 REFERENCE_ENVIRONMENT = "pytorch"
+FLOAT64_STEP = Path(__file__).resolve().with_name("float64_step.py")  # run as a script there
 # Frameworks whose data-parallel step normalises over the whole step's batch (across devices), and why
 SYNCHRONISED_BATCH_NORM = {"Keras (jax)": "keras.distribution runs one program over the whole batch"}
-DATA_PARALLEL_FILE = "data_parallel.json"  # in a run folder's equivalence/ folder
 
 
 class StepError(RuntimeError):
@@ -109,7 +110,7 @@ def largest_difference(a, b, names):
 
 
 def exact_weights(init, folder, **overrides):
-    """The float64 step (runner/float64_step.py, run in the PyTorch environment) from the weights file `init` with the
+    """The float64 step (runner/checks/float64_step.py, run in the PyTorch environment) from the weights file `init` with the
     one-device run's train `overrides` (its whole batch and micro-batches), saved in `folder`; returns its weights.
     StepError ('unavailable') where the PyTorch environment is not built."""
     env = catalog.ENVIRONMENTS[REFERENCE_ENVIRONMENT]
@@ -118,7 +119,7 @@ def exact_weights(init, folder, **overrides):
                         "unavailable")
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "float64.npz"
-    command = [str(environments.interpreter(env)), str(catalog.REPO / "runner" / "float64_step.py"), str(init),
+    command = [str(environments.interpreter(env)), str(FLOAT64_STEP), str(init),
                str(out), json.dumps(hyperparams.for_task(TASK, "smoke", dict(ONE_STEP, **overrides)))]
     done = subprocess.run(command, capture_output=True, text=True, cwd=str(catalog.REPO), timeout=600,
                           env=environments.script_environment(env))
@@ -170,26 +171,9 @@ def check_job(job, folder, control=False):
     return result
 
 
-def verdict(result):
-    """One short table cell: 'yes (...)', 'as exact as one device (...)' for a framework held to the float64 step,
-    'not checked: ...' where the notebook refuses several devices (or the reference cannot run), or 'check failed:
-    ...'."""
-    if result.get("status") in ("unsupported", "unavailable"):
-        return "not checked: " + result["error"].split(": ", 1)[-1]
-    if result.get("error"):
-        return "check failed: " + result["error"]
-    if result["failures"]:
-        return "check failed: " + "; ".join(result["failures"])
-    batch_norm = "; batch norm over the whole batch" if result.get("synchronised") else ""
-    if result.get("reference"):
-        return "as exact as one device ({:.1e} from the float64 step, one device {:.1e}, of a {:.2g} step{}; {})".format(
-            result["parallel_error"], result["single_error"], result["moved"], batch_norm, result["reference"])
-    return "yes ({:.1e} of a {:.2g} step{})".format(result["max_abs"], result["moved"], batch_norm)
-
-
 def check(jobs, folder, say=print):
     """Check the data-parallel step of each train job (once per row label: each Keras backend is a row); write
-    folder/DATA_PARALLEL_FILE; return the results."""
+    folder/DATA_PARALLEL_FILE (runner/run_folder.py); return the results."""
     results, seen = [], set()
     for job in jobs:
         if job.task != TASK or job.label in seen:
@@ -201,18 +185,10 @@ def check(jobs, folder, say=print):
         except StepError as error:
             result = {"job": job.stem, "framework": job.label, "task": TASK, "error": str(error),
                       "status": error.status}
-        say("[data parallel] {}: {}".format(job.label, verdict(result)))
+        say("[data parallel] {}: {}".format(job.label, run_folder.data_parallel_verdict(result)))
         results.append(result)
     folder.mkdir(parents=True, exist_ok=True)
     document = {"devices": DEVICES, "overrides": ONE_STEP, "tolerance": TOLERANCE, "reference_factor": REFERENCE_FACTOR,
                 "float64_reference": sorted(FLOAT64_REFERENCE), "results": results}
-    (folder / DATA_PARALLEL_FILE).write_text(json.dumps(document, indent=1) + "\n")
+    (folder / run_folder.DATA_PARALLEL_FILE).write_text(json.dumps(document, indent=1) + "\n")
     return results
-
-
-def load_checks(folder):
-    """The check's results in `folder` (a run's equivalence folder) as {(TASK, framework label): result}."""
-    path = folder / DATA_PARALLEL_FILE
-    if not path.exists():
-        return {}
-    return {(TASK, result["framework"]): result for result in json.loads(path.read_text())["results"]}

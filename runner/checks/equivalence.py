@@ -21,13 +21,12 @@ import json
 import numpy as np
 
 from common import hyperparams, tasks, weights
-from runner import catalog, data_parallel, execution
+from runner import catalog, run_folder
+from runner.run import execution
 
 # The tasks with an equivalence case (common/tasks.py: overrides of the smoke profile for the check).
-TASKS = tuple(key for key, task in tasks.TASKS.items() if task.equivalence is not None)
-REFERENCE = "pytorch"
-EQUIVALENCE_DIR = "equivalence"  # in a run folder: the check's notebooks, weight files and RESULT_FILE
-RESULT_FILE = "equivalence.json"
+TASKS = run_folder.EQUIVALENCE_TASKS
+REFERENCE = run_folder.EQUIVALENCE_REFERENCE
 # ResNet-50's features, relative to the largest of them: 53 convolutions summed in different orders.
 FEATURES_TOLERANCE = 1e-4
 WEIGHTS_TOLERANCE = {"cnn": {"rtol": 1e-4, "atol": 1e-5},
@@ -158,23 +157,6 @@ def compare(job, entry):
     return result
 
 
-def verdict(result):
-    """One short table cell for a result: 'yes (...)', 'no: reason', 'forward yes; ...', or 'check failed: ...'."""
-    if result.get("error"):
-        return "check failed: " + result["error"]
-    if result["failures"]:
-        return "check failed: " + "; ".join(result["failures"])
-    if not result["equivalent"]:
-        return "no: " + result["reason"]
-    if "features_max_relative" in result:
-        return "yes (features within {:.1e} of the largest)".format(result["features_max_relative"])
-    logits = "logits within {:.1e}".format(result["logits_max_abs"]) if "logits_max_abs" in result else ""
-    if result["step_differences"]:
-        name, why = next(iter(result["step_differences"].items()))
-        return "same function; one step differs in {}: {}".format(name, why)
-    return "yes ({})".format(logits)
-
-
 def document(task, results):
     """The JSON document of a task's check: what was compared, with which tolerances, and the results."""
     return {"task": task, "reference": "PyTorch", "overrides": tasks.TASKS[task].equivalence,
@@ -183,19 +165,9 @@ def document(task, results):
             "results": results}
 
 
-def load(run_dir):
-    """The checks' results of a run folder as {(task, framework label): result}, with the data-parallel check's
-    (runner/data_parallel.py) under the train task; empty when none was run."""
-    path = run_dir / EQUIVALENCE_DIR / RESULT_FILE
-    checks = data_parallel.load_checks(run_dir / EQUIVALENCE_DIR)
-    if path.exists():
-        checks.update({(task, result["framework"]): result for task, doc in json.loads(path.read_text()).items()
-                       for result in doc["results"]})
-    return checks
-
-
 def check(jobs, folder, say=print):
-    """Compare every job with PyTorch's from shared weights; write folder/equivalence.json; return it."""
+    """Compare every job with PyTorch's from shared weights; write folder/EQUIVALENCE_FILE (runner/run_folder.py);
+    return it."""
     out = {}
     folder.mkdir(parents=True, exist_ok=True)
     for task in TASKS:
@@ -216,8 +188,8 @@ def check(jobs, folder, say=print):
                 result = compare(job, entry)
             except ExchangeError as error:
                 result = {"job": job.stem, "framework": job.label, "task": task, "error": str(error)}
-            say("[equivalence] {}: {}".format(job.stem, verdict(result)))
+            say("[equivalence] {}: {}".format(job.stem, run_folder.equivalence_verdict(result)))
             results.append(result)
         out[task] = document(task, results)
-    (folder / RESULT_FILE).write_text(json.dumps(out, indent=1) + "\n")
+    (folder / run_folder.EQUIVALENCE_FILE).write_text(json.dumps(out, indent=1) + "\n")
     return out

@@ -14,9 +14,9 @@ import papermill
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from common import results
-from runner import environments
+from runner import run_folder
+from runner.run import environments
 
-RECORD_SUFFIX = ".result.json"
 # Exceptions that mean a run did not fit in memory, by name as the kernel reports them (PyTorch, TensorFlow, JAX/XLA,
 # Python), and words of their messages: such a run's row says 'out of memory', and a sweep goes on past it.
 OUT_OF_MEMORY_ERRORS = ("OutOfMemoryError", "ResourceExhaustedError", "MemoryError", "XlaRuntimeError", "MXNetError",
@@ -110,7 +110,7 @@ def _note_in_notebook(path, text):
 def run_job(job, run_dir, profile, parameters, timeout, show_output=True):
     """Run one catalog job into `run_dir`; return its result record (the notebook's own, or a failure record)."""
     output = run_dir / (job.stem + ".ipynb")
-    record_path = run_dir / (job.stem + RECORD_SUFFIX)
+    record_path = run_folder.record_path(run_dir, job.stem)
     params = dict(parameters, profile=profile, result_path=str(record_path), precision=job.precision,
                   compile_mode=job.compile_mode)
     params.update(dict(job.variant.parameters))

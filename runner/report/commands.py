@@ -1,0 +1,43 @@
+"""The report and rosetta commands: rebuild a results folder's report or merge several folders into one table, from
+their records and verdict files alone; write the Rosetta pages from the stored notebooks."""
+
+import datetime
+import sys
+
+from runner import catalog, run_folder
+from runner.report import html_pages, plots, rosetta_pages, run_report
+
+
+def report(args):
+    """Rebuild one results folder's report, or merge several folders' results into one table; exit 1 if a record
+    could not be read (it is named on stderr and in the table, the rest is reported)."""
+    if len(args.run_dirs) == 1:
+        print(run_report.write_report(args.run_dirs[0]))
+        print("report: {}".format(args.run_dirs[0] / "report.html"))
+    else:
+        out = args.out or catalog.REPO / "results" / "merged-{}".format(
+            datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+        out.mkdir(parents=True, exist_ok=True)
+        text = html_pages.merged_markdown(args.run_dirs)
+        (out / "merged.md").write_text(text)
+        (out / "merged.html").write_text(html_pages.merged_page(args.run_dirs))
+        print(text)
+        print("merged table: {} and {}".format(out / "merged.md", out / "merged.html"))
+    return warn_unreadable(problem for run_dir in args.run_dirs for problem in run_folder.read_records(run_dir)[1])
+
+
+def warn_unreadable(problems):
+    """Print each unreadable record on stderr; return 1 if there was one, else 0."""
+    problems = list(problems)
+    for problem in problems:
+        print("run_all.py: warning: {}".format(problem), file=sys.stderr)
+    return 1 if problems else 0
+
+
+def rosetta(args):
+    """Write the Rosetta pages (one per task) from the stored notebooks, and the predicted-scaling plot of docs/."""
+    for path in rosetta_pages.write_pages(args.out or rosetta_pages.DOCS_DIR):
+        print("wrote", path)
+    if args.out is None:
+        print("wrote", plots.plot_scaling(plots.SCALING_PLOT))
+    return 0

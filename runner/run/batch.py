@@ -1,0 +1,231 @@
+"""The run command: build what the selected notebooks need, run each on its kernel into a new results folder (or
+finish an interrupted one), writing a record per notebook, then the checks and the report.
+
+It writes records and the run file (runner/run_folder.py), has the checks write their verdicts (runner/checks/) and
+the report read them all (runner/report/). Importing it needs the standard library only (run_all.py parses its
+arguments before the runner's environment exists); papermill and the rest are imported where they are used.
+"""
+
+import dataclasses
+import datetime
+import sys
+import time
+
+from common import hyperparams, results, tasks
+from runner import catalog, run_folder
+from runner.run import compatibility, environments, setup_commands
+
+INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
+USAGE_ERROR = 2  # a run refused before it starts (the command line's status for bad input)
+# The options a run is started with: stored in run_folder.RUN_FILE, taken from there by --resume, refused beside it.
+RUN_PARAMETERS = ("frameworks", "tasks", "profile", "data", "device", "threads", "seed", "overrides", "timeout",
+                  "no_equivalence", "precisions", "compile_modes", "sweep")
+
+
+def task_overrides(overrides, task, profile):
+    """The --set values that apply to `task` (those naming one of its hyperparameters)."""
+    known = hyperparams.for_task(task, profile)
+    return {key: value for key, value in overrides.items() if key in known}
+
+
+def write_run_file(args, run_dir):
+    """Store the run's parameters and its notebooks' digests in the run file (runner/run_folder.py)."""
+    stored = {name: getattr(args, name) for name in RUN_PARAMETERS}
+    stored["frameworks"] = stored["frameworks"] or catalog.framework_keys()
+    stored["tasks"] = stored["tasks"] or list(tasks.TASKS)
+    stored["notebooks"] = {job.stem: run_folder.notebook_digest(job.notebook) for job in args.jobs}
+    run_folder.write_run_file(run_dir, stored)
+
+
+def check_equivalence(jobs, run_dir):
+    """Compare the selected notebooks with PyTorch's from shared weights, into the run's checks folder."""
+    from runner.checks import equivalence
+
+    defaults = {(job.framework.key, job.variant.name, job.task): dataclasses.replace(
+        job, precision="auto", compile_mode="default", sweep=()) for job in jobs}  # checked as the notebooks stand
+    checked = [job for job in defaults.values()
+               if job.task in equivalence.TASKS and job.framework.key != equivalence.REFERENCE]
+    if not checked or equivalence.REFERENCE not in catalog.framework_keys():
+        return
+    reference_env = catalog.ENVIRONMENTS[catalog.select([equivalence.REFERENCE])[0].variant.env]
+    if not environments.is_ready(reference_env):
+        print("[equivalence] skipped: the reference, PyTorch, has no environment here")
+        return
+    started = time.time()
+    equivalence.check(checked, run_dir / run_folder.CHECKS_DIR)
+    print("[equivalence] done in {}".format(_clock(time.time() - started)))
+
+
+def check_data_parallel(jobs, run_dir, overrides):
+    """Where the run trains on several devices (--devices N, or devices set above 1), check each framework's
+    data-parallel step against its single-device step, into the run's checks folder."""
+    from runner.checks import data_parallel
+
+    def devices(job):
+        return dict([job.sweep] if job.sweep else []).get("devices", overrides.get("devices", 1))
+
+    parallel = [job for job in jobs if job.task == data_parallel.TASK and devices(job) > 1]
+    if not parallel:
+        return
+    started = time.time()
+    data_parallel.check([dataclasses.replace(job, precision="auto", compile_mode="default", sweep=())
+                         for job in parallel], run_dir / run_folder.CHECKS_DIR)
+    print("[data parallel] done in {}".format(_clock(time.time() - started)))
+
+
+def missing_packages_reason(job):
+    """Why a job cannot run on its adopted interpreter (it lacks a package its variant needs), or None."""
+    missing = environments.missing_packages(job.environment, job.variant.packages)
+    if not missing:
+        return None
+    python = environments.interpreter(job.environment)
+    pinned = environments.pins(job.environment.requirements)
+    return "the adopted interpreter {} lacks {}; `{} -m pip install {}` adds it".format(
+        python, ", ".join(missing), python, " ".join("{}=={}".format(name, pinned.get(name, "")).rstrip("=")
+                                                     for name in missing))
+
+
+def new_run_dir(results_dir, profile):
+    """Create and return a new folder results/<date>-<time>-<profile>, with -2, -3, ... after it for runs started
+    in the same second (mkdir decides, so two processes never get the same one)."""
+    base = "{}-{}".format(datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), profile)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    for number in range(1, 1000):
+        run_dir = results_dir / (base if number == 1 else "{}-{}".format(base, number))
+        try:
+            run_dir.mkdir()
+            return run_dir
+        except FileExistsError:
+            continue
+    raise RuntimeError("999 results folders named {} already exist in {}".format(base, results_dir))
+
+
+def _clock(seconds):
+    return "{:d}:{:02d}".format(int(seconds // 60), int(seconds % 60))
+
+
+def fetch_data(task_keys, source, say=print):
+    """Fetch each task's dataset once, before any notebook starts; return {task: the data source its notebooks get}.
+
+    A dataset already in the cache is verified, one that is not is downloaded (with its checksum). With 'auto', a
+    dataset that cannot be had sends its notebooks straight to the synthetic stand-in instead of each one trying
+    the network again (their records say 'synthetic'); with 'real' the DownloadError or ChecksumError is raised.
+    """
+    from common import datasets
+
+    sources = {}
+    for key in task_keys:
+        name = tasks.TASKS[key].dataset
+        sources[key] = source
+        if name is None or source == "synthetic":
+            continue
+        try:
+            path = datasets.download(datasets.REMOTE_FILES[name])
+            say("[data] {}: {} (checksum verified)".format(name, path))
+        except datasets.DownloadError as error:
+            if source == "real":
+                raise
+            sources[key] = "synthetic"
+            say("[data] {}: {}; its notebooks use the synthetic stand-in".format(name, results.first_line(str(error))))
+    return sources
+
+
+def run(args):
+    """Set up missing environments, run every selected notebook, write the report; exit 1 if any notebook failed,
+    130 when interrupted (the running notebook's row says so; --resume finishes the run)."""
+    from runner.report import rosetta_pages as rosetta_view
+    from runner.report import run_report
+    from runner.run import execution
+
+    machine = compatibility.detect()
+    print("[gpu] " + machine.describe())
+    if args.resume is not None:
+        run_dir, jobs = args.resume, [job for job in args.jobs if not run_folder.finished(args.resume, job.stem)]
+    else:
+        run_dir, jobs = None, args.jobs
+    names = [env.name for env in catalog.environments_for(jobs)]
+    if args.no_setup:
+        missing = [name for name in names if not environments.is_ready(catalog.ENVIRONMENTS[name])]
+        if missing:
+            print("run_all.py: error: environment {} is missing; build it with `python3 run_all.py setup {}`".format(
+                missing[0], missing[0]), file=sys.stderr)
+            return USAGE_ERROR
+        unavailable = {}
+    else:
+        failed, unavailable = setup_commands.build_environments(names, machine, build=setup_commands.build_choice(args),
+                                                                device=args.device, wheels=args.wheels)
+        unavailable.update({name: str(error) for name, error in failed.items()})
+
+    from common import datasets
+
+    try:
+        data_sources = fetch_data(sorted({job.task for job in jobs if job.variant.env not in unavailable}), args.data)
+    except (datasets.DownloadError, datasets.ChecksumError) as error:
+        print("run_all.py: error: --data {}: {}".format(args.data, results.first_line(str(error))), file=sys.stderr)
+        return 1
+    if run_dir is None:
+        run_dir = new_run_dir(args.results, args.profile)
+        write_run_file(args, run_dir)
+        print("Running {} notebooks, profile {}, data {}, into {}".format(len(jobs), args.profile, args.data, run_dir))
+    else:
+        print("Resuming {}: {} of its {} notebooks to run (missing, failed or interrupted), profile {}, data {}".format(
+            run_dir, len(jobs), len(args.jobs), args.profile, args.data))
+    parameters = {"device": args.device, "threads": args.threads, "seed": args.seed}
+    started, interrupted, running, job_started = time.time(), False, None, None
+    try:
+        for number, job in enumerate(jobs, 1):
+            prefix = "[{}/{} {}]".format(number, len(jobs), _clock(time.time() - started))
+            reason = unavailable.get(job.variant.env) or missing_packages_reason(job)
+            if reason:
+                record = execution.failure_record(job, args.profile, "unavailable", reason)
+                results.write_result(str(run_folder.record_path(run_dir, job.stem)), record, "unavailable")
+            else:
+                print("{} {} on kernel {} ...".format(prefix, job.stem, job.environment.kernel_name))
+                sys.stdout.flush()
+                overrides = dict(task_overrides(args.overrides, job.task, args.profile), **dict([job.sweep] if job.sweep else []))
+                running, job_started = job, time.time()
+                record = execution.run_job(job, run_dir, args.profile,
+                                           dict(parameters, data_source=data_sources[job.task], overrides=overrides),
+                                           args.timeout, show_output=not args.quiet)
+                running = None
+            outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]
+            print("[{}/{} {}] {}: {} after {:.0f} s; {}".format(
+                number, len(jobs), _clock(time.time() - started), job.stem, record["status"].upper(),
+                record.get("duration_s") or 0, outcome))
+        for absent in catalog.absent_selected(args.frameworks):  # a row per task that says why it cannot run
+            for task in args.tasks or list(tasks.TASKS):
+                record = results.failure_record(absent.label, task, args.profile, "unavailable", absent.reason)
+                stem = "{}_{}".format(absent.label, tasks.TASKS[task].notebook)
+                results.write_result(str(run_folder.record_path(run_dir, stem)), record, "unavailable")
+        for framework, task, why in catalog.lacking(args.frameworks, args.tasks):  # tasks without a notebook: why
+            for variant in framework.variants:
+                record = results.failure_record(framework.label, task, args.profile, "unavailable", why,
+                                                variant=variant.name)
+                stem = catalog.notebook_path(framework, task).stem + ("-" + variant.name if variant.name else "")
+                results.write_result(str(run_folder.record_path(run_dir, stem)), record, "unavailable")
+        checks = run_dir / run_folder.CHECKS_DIR
+        runnable = [job for job in args.jobs if job.variant.env not in unavailable]
+        if not args.no_equivalence and not (checks / run_folder.EQUIVALENCE_FILE).exists():
+            check_equivalence(runnable, run_dir)  # default runs
+        if not args.no_equivalence and not (checks / run_folder.DATA_PARALLEL_FILE).exists():
+            check_data_parallel(runnable, run_dir, args.overrides)
+    except KeyboardInterrupt:
+        interrupted = True
+        print("\nInterrupted: writing the table of what finished; `python3 run_all.py run --resume {}` finishes "
+              "the run.".format(run_dir))
+        if running is not None:
+            record = execution.failure_record(running, args.profile, "interrupted", "interrupted (Ctrl-C) after {:.0f} "
+                                              "s".format(time.time() - job_started), notebook=running.stem + ".ipynb")
+            results.write_result(str(run_folder.record_path(run_dir, running.stem)), record, "interrupted")
+    text = run_report.write_report(run_dir)
+    try:
+        rosetta_view.write_pages(run_dir / "rosetta")
+    except rosetta_view.RosettaError as error:  # the run's results stand; the side-by-side pages cannot
+        print("Rosetta pages not written: {}".format(error))
+    print()
+    print(text)
+    print("Executed notebooks, records, results.md/.csv/.json, results.png and rosetta/ are in {} ({} in all)".format(
+        run_dir, _clock(time.time() - started)))
+    if interrupted:
+        return INTERRUPTED
+    return 0 if all(run_folder.finished(run_dir, job.stem) for job in args.jobs) else 1  # every notebook has an "ok" record

@@ -1,0 +1,148 @@
+"""The setup, list and test commands: build (or adopt) the environments and their kernels for this machine, say what
+each can do with its GPU, and run the tests once every environment they use is built.
+
+Setup and list need the standard library only: they run before the runner's own environment exists.
+"""
+
+import json
+import os
+import sys
+import textwrap
+
+from common import hyperparams, results, tasks
+from runner import catalog
+from runner.run import compatibility, environments
+
+
+def build_choice(args):
+    """'gpu' or 'cpu' where the command line forces a kind of build, else None (decided from the machine)."""
+    return "gpu" if getattr(args, "gpu", False) else ("cpu" if getattr(args, "cpu", False) else None)
+
+
+def list_catalog():
+    """Print the GPU found, frameworks with their variants and environments, tasks, and every environment's state."""
+    machine = compatibility.detect()
+    print("GPU: " + machine.describe())
+    print("Frameworks:")
+    for framework in catalog.FRAMEWORKS:
+        for variant in framework.variants:
+            print("  {:12s} {:20s} env {}".format(framework.key, results.label(framework.label, variant.name),
+                                                  variant.env))
+    for absent in catalog.ABSENT:
+        print("  {:12s} {:20s} {}".format(absent.key, absent.label, textwrap.shorten(absent.reason, 90)))
+    print("Tasks: " + ", ".join(tasks.TASKS))
+    print("Profiles: " + ", ".join(hyperparams.PROFILES))
+    print("Environments (.envs/; `setup ENV --python PATH` adopts an existing interpreter instead):")
+    for env in catalog.ENVIRONMENTS.values():
+        print("  {:10s} {:8s} {}".format(env.name, "ready" if environments.is_ready(env) else "missing",
+                                         environment_state(env, machine)))
+    return 0
+
+
+def environment_state(env, machine):
+    """What `env` is and whether its framework can use this machine's GPU, in one line for `list`."""
+    variant = compatibility.variant_text(env)
+    if not machine.gpus or env.framework_module is None:  # nothing to compute on, or nothing that computes
+        return variant
+    planned = compatibility.plan(env, machine)
+    if planned.unavailable:
+        return "; ".join(filter(None, [variant, planned.unavailable]))
+    if not environments.is_ready(env, planned.requirements):
+        return "; ".join(filter(None, [variant, "for this GPU, setup builds envs/{}".format(planned.requirements.name)]))
+    answer = (environments.read_stamp(env) or {}).get("probe")
+    if not answer:
+        return variant + "; GPU: not checked (`setup {}` checks it)".format(env.name)
+    if answer.get("gpu_ok"):
+        return variant + "; GPU: yes, {} computes on {}".format(answer.get("framework"), ", ".join(answer["gpus"]))
+    return variant + "; GPU: no: {}".format(answer.get("error"))
+
+
+def setup(args):
+    """Build the named environments (all by default), or adopt an interpreter as one; exit 1 if any failed."""
+    machine = compatibility.detect()
+    print("[gpu] " + machine.describe())
+    if args.python is not None:
+        env = catalog.ENVIRONMENTS[args.envs[0]]
+        planned = compatibility.plan(env, machine, build=None) if not environments.is_adopted(env) else None
+        requirements = (planned.requirements if planned and planned.requirements else None) or (
+            env.gpu_requirements[0] if machine.gpus and env.gpu_requirements else env.requirements)
+        stamp = environments.adopt(env, args.python, requirements, install_missing=args.install_missing,
+                                   wheels=args.wheels)
+        if machine.gpus and env.framework_module:
+            report_probe(env, stamp["probe"])
+        return 0
+    failed, _ = build_environments(args.envs, machine, build=build_choice(args), wheels=args.wheels)
+    return 1 if failed else 0
+
+
+def report_probe(env, answer):
+    """Print what the probe found: the framework computes on the GPU, or its own first error line."""
+    if answer.get("gpu_ok"):
+        print("[setup] {}: GPU check: {} {} computes on {}".format(env.name, answer.get("framework"),
+                                                                   answer.get("version"), ", ".join(answer["gpus"])))
+    else:
+        print("[setup] {}: GPU check FAILED: {}".format(env.name, answer.get("error")))
+
+
+def build_environments(names, machine, build=None, device="auto", wheels=None):
+    """Build the named environments (all when empty) for this machine; return ({name: error}, {name: unavailable}).
+
+    An environment with no build that fits the GPU is not built (its rows will say why); a GPU build is
+    probed after it is built, and the probe's answer kept in its stamp.
+    """
+    failed, unavailable = {}, {}
+    for name in names or list(catalog.ENVIRONMENTS):
+        env = catalog.ENVIRONMENTS[name]
+        planned = compatibility.plan(env, machine, device=device, build=build)
+        if planned.unavailable:
+            print("[setup] {}: not built: {}; with --device cpu its notebooks run on the CPU".format(
+                name, planned.unavailable))
+            unavailable[name] = planned.unavailable
+            continue
+        if planned.note:
+            print("[setup] {}: using envs/{}, since {}".format(name, planned.requirements.name, planned.note))
+        try:
+            environments.ensure(env, planned.requirements, wheels=wheels)
+        except environments.SetupError as error:
+            print("[setup] {}: FAILED: {}".format(name, error))
+            failed[name] = error
+            continue
+        if planned.gpu and machine.gpus and env.framework_module:
+            answer = environments.probe(env)
+            stamp = environments.read_stamp(env)
+            stamp["probe"] = answer
+            environments.write_stamp(env, stamp)
+            report_probe(env, answer)
+            if not answer.get("gpu_ok"):
+                unavailable[name] = compatibility.UNAVAILABLE_ON_GPU + (answer.get("error") or "the GPU check failed")
+    return failed, unavailable
+
+# pytest-xdist's workers for `run_all.py test`: most tests wait on a notebook's kernel, which keeps about one core
+# busy, so two workers fill the 2-core CI machine (tests/conftest.py keeps tests that share runs on one worker)
+TEST_WORKERS = ["-n", "2"]
+
+
+def test(args):
+    """Build every environment the tests use, then run pytest (which also runs ruff) in the runner environment, on
+    TEST_WORKERS unless the arguments choose (-n, or -p no:xdist).
+
+    Tests keep whatever builds are there (GPU builds run their smoke tests on the GPU) and build CPU ones
+    where none is. An environment needing what this machine lacks (a Python, a tool, a package source:
+    MachineLacks) does not stop the tests: its smoke tests are skipped with that reason. Any other build
+    failure does.
+    """
+    failed, _ = build_environments([], compatibility.detect(), device="cpu")
+    os.environ[environments.UNAVAILABLE_VARIABLE] = json.dumps({name: str(error) for name, error in failed.items()})
+    if any(not isinstance(error, environments.MachineLacks) for error in failed.values()):
+        print("run_all.py: error: an environment could not be built; the tests need all of them", file=sys.stderr)
+        return 1
+    try:
+        print("[setup] browser: {}".format(environments.ensure_browser()))
+    except environments.SetupError as error:
+        print("[setup] browser: {} (the browser test will fail)".format(error))
+    os.chdir(str(catalog.REPO))
+    sys.stdout.flush()
+    pytest_args = [a for a in args.pytest_args if a != "--"]
+    chosen = any(a.startswith(("-n", "--numprocesses", "no:xdist")) for a in pytest_args)  # -n N, -p no:xdist
+    pytest_args = pytest_args if chosen else TEST_WORKERS + pytest_args
+    os.execv(sys.executable, [sys.executable, "-m", "pytest"] + pytest_args)

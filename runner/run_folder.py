@@ -1,0 +1,139 @@
+"""What a results folder holds, the one contract between running and reporting.
+
+The run (runner/run/) writes one result record per notebook (common/results.py's schema) and RUN_FILE, the
+parameters it was started with; the checks (runner/checks/) write their verdict files into CHECKS_DIR; the report
+(runner/report/) reads only these files. This module names them, reads them, and says how a verdict reads, for the
+checks' progress lines and the report's cells alike. It uses the standard library, common/ and the catalog only.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+from common import results, tasks
+from runner import catalog
+
+RECORD_SUFFIX = ".result.json"  # a notebook's record: <notebook stem>[-<variant>][...].result.json
+RUN_FILE = "run.json"  # the parameters the run was started with and its notebooks' digests, for --resume
+CHECKS_DIR = "equivalence"  # the checks' notebooks, weight files and verdict files
+EQUIVALENCE_FILE = "equivalence.json"  # the same-weights check's verdicts (runner/checks/equivalence.py)
+DATA_PARALLEL_FILE = "data_parallel.json"  # the data-parallel check's verdicts (runner/checks/data_parallel.py)
+DATA_PARALLEL_TASK = "train"  # the task whose rows the data-parallel check judges
+EQUIVALENCE_TASKS = tuple(key for key, task in tasks.TASKS.items() if task.equivalence is not None)
+EQUIVALENCE_REFERENCE = "pytorch"  # the framework the same-weights check compares every other one with
+FINISHED = ("ok", "unsupported")  # statuses --resume leaves alone and the exit status accepts
+UNREADABLE = "unreadable"  # the status of a stand-in row for a record that cannot be read
+
+
+def record_path(run_dir, stem):
+    """The path of the record of the job or row named `stem` in a results folder."""
+    return Path(run_dir) / (stem + RECORD_SUFFIX)
+
+
+def finished(run_dir, stem):
+    """True when a results folder holds an 'ok' or 'unsupported' record named `stem` (--resume leaves it alone; an
+    unsupported variant is an answer, not a failure)."""
+    try:
+        return results.read_result(str(record_path(run_dir, stem)))["status"] in FINISHED
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def unreadable_record(path, reason):
+    """A stand-in for a record file that cannot be read or is not a valid record: the framework, variant and task
+    its name says (PyTorch_CNN, Keras_RNN-jax), status 'unreadable' and the error 'unreadable record: FILE: why'.
+    None where the name says no task."""
+    stem = Path(path).name[:-len(RECORD_SUFFIX)]
+    name, _, variant = stem.partition("-")
+    prefix, _, suffix = name.rpartition("_")
+    task = next((key for key, spec in tasks.TASKS.items() if spec.notebook == suffix), None)
+    if task is None:
+        return None
+    framework = next((f.label for f in catalog.FRAMEWORKS if f.notebook_prefix == prefix), prefix)
+    record = dict.fromkeys(results.FIELDS + results.OPTIONAL_FIELDS)
+    record.update(schema_version=results.SCHEMA_VERSION, framework=framework, variant=variant or None, task=task,
+                  profile="?", status=UNREADABLE, params={}, metrics={},
+                  error="unreadable record: {}: {}".format(Path(path).name, reason), notebook=stem + ".ipynb")
+    return record
+
+
+def read_records(run_dir):
+    """(records in file-name order, problems): every record of a results folder that reads and checks; for one that
+    does not, a stand-in row (unreadable_record) and a line naming the file and why."""
+    records, problems = [], []
+    for path in sorted(Path(run_dir).glob("*" + RECORD_SUFFIX)):
+        try:
+            records.append(results.read_result(str(path)))
+        except (OSError, ValueError, KeyError, TypeError) as error:  # cut short, not JSON, or not a valid record
+            reason = results.first_line(str(error)) or type(error).__name__
+            problems.append("unreadable record: {}: {}".format(path, reason))
+            stand_in = unreadable_record(path, reason)
+            if stand_in is not None:
+                records.append(stand_in)
+    return records, problems
+
+
+def load_checks(run_dir):
+    """The checks' verdicts in a results folder as {(task, row label): result}: the same-weights check's, and the
+    data-parallel check's under DATA_PARALLEL_TASK; empty where neither ran."""
+    folder = Path(run_dir) / CHECKS_DIR
+    checks = {}
+    path = folder / DATA_PARALLEL_FILE
+    if path.exists():
+        checks.update({(DATA_PARALLEL_TASK, result["framework"]): result
+                       for result in json.loads(path.read_text())["results"]})
+    path = folder / EQUIVALENCE_FILE
+    if path.exists():
+        checks.update({(task, result["framework"]): result for task, doc in json.loads(path.read_text()).items()
+                       for result in doc["results"]})
+    return checks
+
+
+def equivalence_verdict(result):
+    """A same-weights result in one short cell: 'yes (...)', 'no: reason', 'same function; ...', or 'check failed:
+    ...'."""
+    if result.get("error"):
+        return "check failed: " + result["error"]
+    if result["failures"]:
+        return "check failed: " + "; ".join(result["failures"])
+    if not result["equivalent"]:
+        return "no: " + result["reason"]
+    if "features_max_relative" in result:
+        return "yes (features within {:.1e} of the largest)".format(result["features_max_relative"])
+    logits = "logits within {:.1e}".format(result["logits_max_abs"]) if "logits_max_abs" in result else ""
+    if result["step_differences"]:
+        name, why = next(iter(result["step_differences"].items()))
+        return "same function; one step differs in {}: {}".format(name, why)
+    return "yes ({})".format(logits)
+
+
+def data_parallel_verdict(result):
+    """A data-parallel result in one short cell: 'yes (...)', 'as exact as one device (...)' for a framework held to
+    the float64 step, 'not checked: ...' where the notebook refuses several devices (or the reference cannot run), or
+    'check failed: ...'."""
+    if result.get("status") in ("unsupported", "unavailable"):
+        return "not checked: " + result["error"].split(": ", 1)[-1]
+    if result.get("error"):
+        return "check failed: " + result["error"]
+    if result["failures"]:
+        return "check failed: " + "; ".join(result["failures"])
+    batch_norm = "; batch norm over the whole batch" if result.get("synchronised") else ""
+    if result.get("reference"):
+        return "as exact as one device ({:.1e} from the float64 step, one device {:.1e}, of a {:.2g} step{}; {})".format(
+            result["parallel_error"], result["single_error"], result["moved"], batch_norm, result["reference"])
+    return "yes ({:.1e} of a {:.2g} step{})".format(result["max_abs"], result["moved"], batch_norm)
+
+
+def notebook_digest(path):
+    """sha256 of a stored notebook, so that --resume can tell a notebook changed since the run began."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def write_run_file(run_dir, parameters):
+    """Store a run's parameters (and its notebooks' digests, under 'notebooks') in run_dir/RUN_FILE."""
+    (Path(run_dir) / RUN_FILE).write_text(json.dumps(parameters, indent=1, sort_keys=True) + "\n")
+
+
+def read_run_file(run_dir):
+    """The parameters a run was started with, from run_dir/RUN_FILE; OSError or ValueError where it cannot be read."""
+    return json.loads((Path(run_dir) / RUN_FILE).read_text())
