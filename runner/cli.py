@@ -292,10 +292,7 @@ def usable_cores():
 
 def in_runner_env():
     """True when this process runs on the runner environment's interpreter (its venv, or the adopted one)."""
-    runner = catalog.ENVIRONMENTS["runner"]
-    if environments.is_adopted(runner):
-        return os.path.realpath(sys.executable) == os.path.realpath(str(environments.interpreter(runner)))
-    return Path(sys.prefix).resolve() == runner.path.resolve()
+    return environments.installation(catalog.ENVIRONMENTS["runner"]).runs_this_process()
 
 
 def main(argv=None):

@@ -12,7 +12,7 @@ import pytest
 from common import tasks
 from runner import catalog
 from runner.report import rosetta_pages, table
-from runner.run import environments
+from runner.run.browser import find_browser
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -20,7 +20,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 @pytest.fixture(scope="module")
 def browser():
-    chromium = environments.find_browser()
+    chromium = find_browser()
     if chromium is None:
         pytest.fail("no Chromium: `python3 run_all.py test` installs Debian's chromium when run as root; "
                     "elsewhere install it or set ROSETTA_CHROMIUM")

@@ -10,7 +10,7 @@ from fake_gpus import MACHINES, failing_nvidia_smi, fake_nvidia_smi, use_nvidia_
 
 from runner import catalog, cli
 from runner.report import table
-from runner.run import batch, compatibility, environments, setup_commands
+from runner.run import batch, compatibility, debian, environments, setup_commands
 
 
 def machine(name):
@@ -129,7 +129,7 @@ class FakeSetup:
         monkeypatch.setattr(environments, "probe", self.probe)
         monkeypatch.setattr(environments, "read_stamp", lambda env: {"build": "gpu"})
         monkeypatch.setattr(environments, "write_stamp", lambda env, stamp: None)
-        monkeypatch.setattr(environments, "system_library", lambda name: None)  # no CUDA 11 on the system
+        monkeypatch.setattr(debian, "system_library", lambda name: None)  # no CUDA 11 on the system
 
     def ensure(self, env, requirements=None, say=print, heartbeat=20.0, wheels=None):
         self.built.append((env.name, requirements.name if requirements else None))
@@ -195,7 +195,7 @@ def test_a_run_on_an_h100_gives_the_rows_it_cannot_run_their_reason(tmp_path, mo
 
 def test_list_shows_the_gpu_and_what_each_environment_can_do_with_it(tmp_path, monkeypatch, capsys):
     use_nvidia_smi(monkeypatch, fake_nvidia_smi(tmp_path, "H100"))
-    monkeypatch.setattr(environments, "system_library", lambda name: None)
+    monkeypatch.setattr(debian, "system_library", lambda name: None)
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert "GPU: NVIDIA H100 80GB HBM3 (compute capability 9.0, driver 580.65.06, 81559 MiB)" in out
@@ -211,8 +211,8 @@ def test_list_on_a_machine_without_a_gpu_names_each_build(monkeypatch, capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert "GPU: none (no nvidia-smi on PATH)" in out
-    if environments.is_ready(catalog.ENVIRONMENTS["pytorch"]) and not environments.is_adopted(
-            catalog.ENVIRONMENTS["pytorch"]):
+    if environments.is_ready(catalog.ENVIRONMENTS["pytorch"]) and not environments.installation(
+            catalog.ENVIRONMENTS["pytorch"]).chosen_by_hand:
         assert "envs/pytorch.txt, GPU build (CUDA 13.0, runs on the CPU too)" in out
     if environments.is_ready(catalog.ENVIRONMENTS["tensorflow"]):
         assert "envs/tensorflow.txt, CPU build" in out
@@ -234,5 +234,5 @@ def test_the_probe_answer_is_kept_with_the_build(tmp_path, monkeypatch):
 def test_system_libraries_are_found_on_ld_library_path_too(tmp_path, monkeypatch):
     (tmp_path / "libcudnn.so.8").write_text("")
     monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))
-    assert environments.system_library("libcudnn.so.8") == str(tmp_path / "libcudnn.so.8")
-    assert environments.system_library("libno-such-library.so.1") is None
+    assert debian.system_library("libcudnn.so.8") == str(tmp_path / "libcudnn.so.8")
+    assert debian.system_library("libno-such-library.so.1") is None

@@ -8,7 +8,7 @@ from conftest import require_environment
 
 from runner import catalog, cli
 from runner.report import table
-from runner.run import batch, environments, setup_commands
+from runner.run import batch, browser, build_steps, debian, environments, setup_commands
 
 FIXTURES = catalog.REPO / "tests" / "fixtures"
 FIXTURE_FRAMEWORKS = tuple(
@@ -260,7 +260,7 @@ def test_an_environment_remembers_its_build(tmp_path, monkeypatch):
     environments.write_kernel_spec(env)
     assert environments.is_ready(env) and environments.is_ready(env, tmp_path / "demo-gpu.txt")
     assert not environments.is_ready(env, env.requirements)
-    assert environments.built_for_gpu(env) is True and environments.build_label(env) == "venv gpu envs/demo-gpu.txt"
+    assert environments.installation(env).for_gpu() is True and environments.build_label(env) == "venv gpu envs/demo-gpu.txt"
     spec = json.loads(environments.kernel_spec_path(env).read_text())
     assert spec["env"]["ROSETTA_BUILD"] == "venv gpu envs/demo-gpu.txt"  # every record says how it was built
     (tmp_path / "demo-gpu.txt").write_text("numpy==2.4.6\ncupy==15\n")
@@ -274,7 +274,7 @@ def test_a_stamp_from_before_gpu_choices_still_reads(tmp_path, monkeypatch):
     (tmp_path / "demo-gpu.txt").write_text("cupy==14\n")
     env = catalog.Environment("demo", "Demo", gpu_builds=("demo-gpu.txt",))
     environments.write_stamp(env, {"build": "gpu", "python": "3.11.7", "requirements_sha256": "0"})
-    assert environments.built_requirements(env) == tmp_path / "demo-gpu.txt"
+    assert environments.installation(env).requirements() == tmp_path / "demo-gpu.txt"
 
 
 def test_everything_after_test_goes_to_pytest():
@@ -303,7 +303,7 @@ def test_the_tests_go_on_without_an_environment_whose_python_is_missing(monkeypa
     missing = {"cntk": environments.PythonMissing("needs Python 3.6: none found"),
                "caffe": environments.MachineLacks("needs Debian's bullseye packages, which none of x served")}
     monkeypatch.setattr(setup_commands, "build_environments", lambda names, machine, **options: (missing, {}))
-    monkeypatch.setattr(environments, "ensure_browser", lambda: "/usr/bin/chromium")
+    monkeypatch.setattr(browser, "ensure_browser", lambda: "/usr/bin/chromium")
     monkeypatch.setattr(setup_commands.os, "chdir", lambda path: None)
     monkeypatch.setenv(environments.UNAVAILABLE_VARIABLE, "{}")
     started = []
@@ -325,11 +325,11 @@ def test_library_aliases_link_the_system_copy_and_reach_the_kernel(tmp_path, mon
     monkeypatch.setattr(catalog, "JUPYTER_DIR", tmp_path / "jupyter")
     system_copy = tmp_path / "libdemo.so.40"
     system_copy.write_text("")
-    monkeypatch.setattr(environments, "system_library", lambda name: str(system_copy) if name == "libdemo.so.40" else None)
+    monkeypatch.setattr(debian, "system_library", lambda name: str(system_copy) if name == "libdemo.so.40" else None)
     env = catalog.Environment("demo", "Demo", library_aliases=(("libdemo.so.12", "libdemo.so.40"),))
     with open(str(tmp_path / "setup.log"), "w") as log:
-        environments.provide_libraries(env, log, say=lambda line: None, heartbeat=60)
-    link = env.path / environments.LIBRARY_ALIASES_DIR / "libdemo.so.12"
+        debian.provide_libraries(env, log, say=lambda line: None, heartbeat=60)
+    link = env.path / debian.LIBRARY_ALIASES_DIR / "libdemo.so.12"
     assert link.is_symlink() and link.resolve() == system_copy.resolve()
     environments.write_kernel_spec(env)
     spec = json.loads(environments.kernel_spec_path(env).read_text())
@@ -338,12 +338,12 @@ def test_library_aliases_link_the_system_copy_and_reach_the_kernel(tmp_path, mon
 
 def test_missing_libraries_without_apt_say_what_to_install(tmp_path, monkeypatch):
     monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
-    monkeypatch.setattr(environments, "system_library", lambda name: None)
-    monkeypatch.setattr(environments.shutil, "which", lambda name: None)
+    monkeypatch.setattr(debian, "system_library", lambda name: None)
+    monkeypatch.setattr(debian.shutil, "which", lambda name: None)
     env = catalog.Environment("cntk", "CNTK", library_aliases=(("libmpi.so.12", "libmpi.so.40"),))
     with open(str(tmp_path / "setup.log"), "w") as log:
         with pytest.raises(environments.SetupError, match="needs libmpi.so.40.*libopenmpi3"):
-            environments.provide_libraries(env, log, say=lambda line: None, heartbeat=60)
+            debian.provide_libraries(env, log, say=lambda line: None, heartbeat=60)
 
 
 def run_in_kernel(name, code):
@@ -490,7 +490,7 @@ def test_packages_of_another_debian_suite_come_through_a_private_apt_and_stand_i
     monkeypatch.setattr(catalog, "JUPYTER_DIR", tmp_path / "jupyter")
     monkeypatch.setattr(catalog, "REPO", tmp_path)
     monkeypatch.setattr(catalog, "REQUIREMENTS_DIR", tmp_path)
-    monkeypatch.setattr(environments, "DEBIAN_KEYRING", str(tmp_path / "keyring.gpg"))
+    monkeypatch.setattr(debian, "DEBIAN_KEYRING", str(tmp_path / "keyring.gpg"))
     (tmp_path / "keyring.gpg").write_text("")
     (tmp_path / "demo-debian.txt").write_text("# debian-suite: oldstable\n# debian-mirror: http://gone.example/debian\n"
                                               "# debian-mirror: http://archive.example/debian\nlibdemo1=1.0-1\n")
@@ -503,8 +503,8 @@ def test_packages_of_another_debian_suite_come_through_a_private_apt_and_stand_i
     (package / "usr/lib/x86_64-linux-gnu/sub/libdemo.so.1").write_text("")
     subprocess.run(["dpkg-deb", "--build", str(package), str(tmp_path / "libdemo1.deb")], check=True,
                    capture_output=True)
-    monkeypatch.setattr(environments, "system_library", lambda name: "/usr/lib/the-system-s/" + name)
-    commands, real_run = [], environments._run_logged
+    monkeypatch.setattr(debian, "system_library", lambda name: "/usr/lib/the-system-s/" + name)
+    commands, real_run = [], build_steps.run_logged
 
     def apt(command, log, env, say, heartbeat, cwd=None):
         if command[0] != "apt-get":
@@ -515,18 +515,18 @@ def test_packages_of_another_debian_suite_come_through_a_private_apt_and_stand_i
         if command[-2:] == ["download", "libdemo1=1.0-1"]:
             shutil.copy(str(tmp_path / "libdemo1.deb"), cwd)
 
-    monkeypatch.setattr(environments, "_run_logged", apt)
+    monkeypatch.setattr(build_steps, "run_logged", apt)
     env = catalog.Environment("demo", "Demo", library_aliases=(("libdemo.so.1", "libdemo.so.1"),),
                               stand_in_libraries=(("libstandin.so.2", "demo-standin.c"),))
     said = []
     with open(str(tmp_path / "setup.log"), "w") as log:
-        environments.provide_libraries(env, log, say=said.append, heartbeat=60)
+        debian.provide_libraries(env, log, say=said.append, heartbeat=60)
     assert [c[-1] for c, _ in commands] == ["update", "update", "libdemo1=1.0-1"]  # the first mirror failed
     assert all("Dir::State={}".format(env.path / "apt") in c for c, _ in commands)  # not the system's apt
     assert commands[-1][1] == "deb [signed-by={}] http://archive.example/debian oldstable main\n".format(
         tmp_path / "keyring.gpg")
     assert any("not available from http://gone.example/debian" in line for line in said)
-    aliases = env.path / environments.LIBRARY_ALIASES_DIR
+    aliases = env.path / debian.LIBRARY_ALIASES_DIR
     # another suite's packages are always used, never the system's copy; found in a subfolder
     assert (aliases / "libdemo.so.1").resolve() == (env.path / "debian/usr/lib/x86_64-linux-gnu/sub/libdemo.so.1")
     dynamic = subprocess.run(["readelf", "-d", str(aliases / "libstandin.so.2")], capture_output=True, text=True).stdout

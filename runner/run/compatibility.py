@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 from common import gpu as gpus
-from runner.run import environments
+from runner.run import debian, environments
 
 UNAVAILABLE_ON_GPU = "unavailable on this GPU: "
 _HEADER = re.compile(r"^#\s*gpu-([a-z-]+):\s*(.*?)\s*$")
@@ -97,7 +97,7 @@ def check(needs, gpu, find_library=None):
     """None where a GPU build can run on `gpu` (a query_nvidia_smi entry), else the reason, with its figures.
 
     find_library(soname) says where the system has a library (default: the loader's cache, ldconfig -p)."""
-    find_library = find_library or environments.system_library
+    find_library = find_library or debian.system_library
     reasons = []
     name = "this {}".format(gpu["name"])
     if gpu.get("driver") and version_tuple(gpu["driver"]) < version_tuple(needs.driver):
@@ -173,7 +173,7 @@ def plan(env, machine, device="auto", build=None, find_library=None):
     device="cpu") any ready build is kept, else the CPU one is built. With a GPU, the first GPU build that
     fits it; none fitting: unavailable.
     """
-    if environments.is_adopted(env) and build is None:
+    if environments.installation(env).chosen_by_hand and build is None:
         return Plan(env.name, None, gpu=bool(machine.gpus) and device != "cpu")
     if build == "cpu":
         return Plan(env.name, env.requirements)
@@ -196,15 +196,10 @@ def plan(env, machine, device="auto", build=None, find_library=None):
 
 
 def variant_text(env):
-    """What `env` is, for `list`: its build and what its wheels need, or the adopted interpreter."""
-    stamp = environments.read_stamp(env) or {}
-    if stamp.get("build") == "adopted":
-        return "adopted {} (Python {})".format(stamp["python_path"], stamp.get("python"))
-    built = environments.built_requirements(env)
-    if built is None:
-        return ""
-    if built in env.gpu_requirements:
-        needs = read_needs(built)
-        return "envs/{}, GPU build (CUDA {}{})".format(
-            built.name, needs.cuda, ", runs on the CPU too" if built == env.requirements else "")
-    return "envs/{}, CPU build".format(built.name)
+    """What `env` is, for `list`: how it was made and, for a GPU build, the CUDA its wheels need."""
+    made = environments.installation(env)
+    built = made.requirements()
+    if built is None or built not in env.gpu_requirements:
+        return made.describe()
+    return "{} (CUDA {}{})".format(made.describe(), read_needs(built).cuda,
+                                   ", runs on the CPU too" if built == env.requirements else "")

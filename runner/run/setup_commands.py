@@ -11,7 +11,7 @@ import textwrap
 
 from common import hyperparams, results, tasks
 from runner import catalog
-from runner.run import compatibility, environments
+from runner.run import browser, compatibility, environments
 
 
 def build_choice(args):
@@ -63,8 +63,8 @@ def setup(args):
     print("[gpu] " + machine.describe())
     if args.python is not None:
         env = catalog.ENVIRONMENTS[args.envs[0]]
-        planned = compatibility.plan(env, machine, build=None) if not environments.is_adopted(env) else None
-        requirements = (planned.requirements if planned and planned.requirements else None) or (
+        planned = compatibility.plan(env, machine, build=None)  # an adopted one plans no build: its pins
+        requirements = planned.requirements or (
             env.gpu_requirements[0] if machine.gpus and env.gpu_requirements else env.requirements)
         stamp = environments.adopt(env, args.python, requirements, install_missing=args.install_missing,
                                    wheels=args.wheels)
@@ -137,7 +137,7 @@ def test(args):
         print("run_all.py: error: an environment could not be built; the tests need all of them", file=sys.stderr)
         return 1
     try:
-        print("[setup] browser: {}".format(environments.ensure_browser()))
+        print("[setup] browser: {}".format(browser.ensure_browser()))
     except environments.SetupError as error:
         print("[setup] browser: {} (the browser test will fail)".format(error))
     os.chdir(str(catalog.REPO))
