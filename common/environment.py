@@ -120,10 +120,11 @@ def usable_cores():
 
 
 def facts(framework, framework_version, device, gpus=(), cuda=None, cudnn=None, threads=None, extra=None,
-          precision="fp32", gpu_unused=None):
+          computed_precision="fp32", gpu_unused=None):
     """Return a dict of environment facts for a result record; GPU, CUDA and cuDNN as the framework reports them.
 
-    precision: "fp32", or "tf32" where TF32 was allowed on the GPU; gpu_unused: why a GPU that is there was
+    computed_precision: what the run computed in ("fp32", "tf32" where TF32 was allowed on the GPU, "bf16" or "fp16"),
+    where the record's own `precision` is what was asked for; gpu_unused: why a GPU that is there was
     not used (choose_device's note). On a GPU run, gpu_details adds the driver's figures (compute capability,
     multiprocessors, clock) for the peak estimate of a GPU the peak table lacks.
     """
@@ -146,7 +147,7 @@ def facts(framework, framework_version, device, gpus=(), cuda=None, cudnn=None, 
         "cpu_mhz": flops.cpu_mhz(),  # with cpu_simd, for the CPU's peak estimate (common/flops.py)
         "cpu_simd": flops.cpu_simd(),
         "thread_variables": {name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
-        "precision": precision,
+        "computed_precision": computed_precision,
         "gpu_unused": gpu_unused,
         "gpu_details": gpu_details() if on_gpu else [],
         "build": os.environ.get(BUILD_VARIABLE),  # e.g. "venv gpu envs/pytorch.txt", "adopted /usr/bin/python3"

@@ -15,8 +15,8 @@ Schema (version 1); every key is present in every record, None where it does not
     model           inference: the ResNet-50 variant and its source, e.g. "ResNet-50 v1.5, torchvision";
                     None for the trained tasks (added within version 1: older records lack it)
     precision       the precision asked for (common/variants.py): "auto" (the default run), "fp32", "tf32",
-                    "bf16" or "fp16"; environment.precision says what was computed in (added within
-                    version 1: older records lack it and are "auto")
+                    "bf16" or "fp16"; environment.computed_precision says what was computed in (named
+                    environment.precision before; added within version 1: older records lack it and are "auto")
     compile         the compile mode asked for: "default" or "on" (added within version 1, like precision)
     sweep           in a sweep (run_all.py --sweep), {hyperparameter: value} of this run, set by the runner;
                     None otherwise (added within version 1)
@@ -38,7 +38,7 @@ import json
 import os
 import time
 
-from common import tasks, variants
+from common import tasks, timing, variants
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "failed", "timeout", "unavailable", "unsupported", "interrupted")
@@ -146,6 +146,30 @@ def write_result(path, record, status="ok"):
             json.dump(record, f, indent=2, sort_keys=True, default=_to_json)
             f.write("\n")
         os.replace(partial, path)
+    return record
+
+
+def write_training_result(path, record, epoch_seconds, accuracy, compile_s=None, say=print):
+    """Finish a trained task's record (cnn, rnn): its epoch timings (timing.training_timings) and headline figures
+    (training time, test accuracy); write it to `path` (write_result), say its summary line, and return it."""
+    record = dict(record, timings=timing.training_timings(epoch_seconds, compile_s=compile_s))
+    record["metrics"] = {"train_s": record["timings"]["train_s"], "accuracy": accuracy}
+    return _written(path, record, say)
+
+
+def write_throughput_result(path, record, timings, say=print):
+    """Finish a record timed in passes (inference's timing.time_inference, the train task's
+    timing.training_throughput): those timings and the headline figures, s per 1000 images and images/s (medians);
+    write it to `path` (write_result), say its summary line, and return it."""
+    record = dict(record, timings=timings)
+    record["metrics"] = {"s_per_1000_images": timings["s_per_1000_images"]["median"],
+                         "images_per_s": timings["images_per_s"]["median"]}
+    return _written(path, record, say)
+
+
+def _written(path, record, say):
+    record = write_result(path, record)
+    say(summary_line(record))
     return record
 
 

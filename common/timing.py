@@ -117,3 +117,50 @@ def inference_timings(pass_seconds, images_per_pass, warmup_s, batch_seconds=Non
         "images_per_s": summarize([images_per_pass / s for s in pass_seconds]),
         **memory.timed_peak(),
     }
+
+
+def training_throughput(pass_seconds, images_per_pass, warmup_s):
+    """Summarise timed passes of training steps (the train task): seconds per 1000 training images and images/s as
+    median and spread, the warm-up apart; with the peak resident memory of the timed blocks. The same summary as
+    inference_timings, without single-batch latency: a training step is timed in passes, not one by one."""
+    return inference_timings(pass_seconds, images_per_pass, warmup_s)
+
+
+def time_inference(extract, batches, images_per_pass, params, sync=None, say=print):
+    """Time `extract` (one batch in, its output out) the way every inference notebook does: a warm-up over the
+    first params["warmup_batches"] batches (compilation, autotuning, caches), then params["repeats"] timed passes
+    over all `batches`, each batch timed too, the device synchronised (`sync`) before every clock read; a line per
+    pass through `say`. Returns (inference_timings of the passes, the last batch's output)."""
+    output = None
+    with Timer(sync) as warmup:
+        for batch in batches[:params["warmup_batches"]]:
+            output = extract(batch)
+    pass_seconds, batch_seconds = [], []
+    for repeat in range(params["repeats"]):
+        with Timer(sync) as timer:
+            for batch in batches:
+                with Timer(sync) as batch_timer:
+                    output = extract(batch)
+                batch_seconds.append(batch_timer.elapsed)
+        pass_seconds.append(timer.elapsed)
+        say("pass {}/{}: {:.2f} s for {} images".format(repeat + 1, params["repeats"], timer.elapsed, images_per_pass))
+    return inference_timings(pass_seconds, images_per_pass, warmup.elapsed, batch_seconds=batch_seconds), output
+
+
+class EpochClock(object):
+    """Times epochs from a framework's callbacks (Keras' on_epoch_begin and on_epoch_end take these two methods):
+    `seconds` holds one entry per finished epoch, each timed with the device synchronised by `sync` (and `clock`,
+    as Timer's)."""
+
+    def __init__(self, sync=None, clock=None):
+        self.sync, self.clock = sync, clock
+        self.seconds = []
+        self.timer = None
+
+    def begin_epoch(self, epoch=None, logs=None):
+        """Start timing an epoch."""
+        self.timer = Timer(self.sync, self.clock).begin()
+
+    def end_epoch(self, epoch=None, logs=None):
+        """Stop timing the epoch and keep its seconds."""
+        self.seconds.append(self.timer.end())

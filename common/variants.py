@@ -66,12 +66,13 @@ def float32_mode(framework, precision, tf32_available, device_name):
 
 
 def note_choice(chosen, precision, float32, compile_mode):
-    """Note a run's variant in a framework module's `chosen` dict, for its record: the precision asked for, the one
-    computed in (`precision` itself for bf16 and fp16, else the float32 mode) and the compile mode; returns the
-    precision computed in."""
+    """Note a run's variant in a framework module's `chosen` dict, for its record: the precision and compile mode asked
+    for (`precision`, `compile_mode`) and the precision computed in (`computed_precision`: `precision` itself for bf16
+    and fp16, else the float32 mode); returns the precision computed in."""
     check(precision, compile_mode)
-    chosen.update(requested=precision, precision=precision if precision in MIXED else float32, compile=compile_mode)
-    return chosen["precision"]
+    chosen.update(precision=precision, computed_precision=precision if precision in MIXED else float32,
+                  compile_mode=compile_mode)
+    return chosen["computed_precision"]
 
 
 def label(precision="auto", compile_mode="default"):

@@ -148,6 +148,36 @@ def save_weights(path, task, params, arrays, logits=None):
     return path
 
 
+def _swap_reset_update(matrix):
+    """Gates (reset, update, new) <-> (update, reset, new) along the last axis: the same swap both ways."""
+    reset, update, new = np.split(matrix, 3, axis=-1)
+    return np.concatenate([update, reset, new], axis=-1)
+
+
+def to_keras_gru(arrays):
+    """A GRU's canonical arrays as Keras' GRU layer holds them (Keras 3, tf.keras, Keras 2 with reset_after=True):
+    [input kernel, recurrent kernel, the two biases stacked (input, recurrent)], each with its gates in Keras' order,
+    (update, reset, new), where the canonical order is (reset, update, new)."""
+    return [_swap_reset_update(arrays["gru/kernel_input"]), _swap_reset_update(arrays["gru/kernel_recurrent"]),
+            np.stack([_swap_reset_update(arrays["gru/bias_input"]), _swap_reset_update(arrays["gru/bias_recurrent"])])]
+
+
+def from_keras_gru(kernel, recurrent, bias):
+    """The canonical GRU arrays from Keras' GRU weights (the inverse of to_keras_gru)."""
+    return {"gru/kernel_input": _swap_reset_update(kernel), "gru/kernel_recurrent": _swap_reset_update(recurrent),
+            "gru/bias_input": _swap_reset_update(bias[0]), "gru/bias_recurrent": _swap_reset_update(bias[1])}
+
+
+def export_if_asked(path, task, params, export_canonical, outputs_of=None, batch=None):
+    """Where a run is asked to export (`path`, the notebook's export_weights, set by the same-weights check), save the
+    model's canonical weights (`export_canonical()`) and, with `outputs_of`, its outputs on `batch` (logits, or the
+    features for inference) for the check to compare; nothing where `path` is ''."""
+    if not path:
+        return
+    arrays = export_canonical()
+    save_weights(path, task, params, arrays, logits=None if outputs_of is None else outputs_of(batch))
+
+
 def load_weights(path, task, params):
     """Read canonical weights of `task` from `path`, checking task, names and shapes; returns {name: float32 array}."""
     with np.load(path) as data:

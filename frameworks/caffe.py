@@ -15,8 +15,9 @@ from frameworks.probe import check_gpu
 NAME = "Caffe"
 VERSION = caffe.__version__
 PACKAGES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "envs", "caffe-debian.txt")
-# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
-chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
+# what choose_device and set_variant decided, for the record: the precision and compile mode asked for, and the
+# precision computed in
+chosen = {"note": None, "precision": "auto", "computed_precision": "fp32", "compile_mode": "default"}
 _folder = []  # the temporary folder of this process's prototxt files, made on first use
 
 
@@ -118,11 +119,11 @@ def loaded_blas():
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts: Caffe's Debian package and the BLAS it runs
     on."""
-    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
-                                compile_mode=chosen["compile"])
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["precision"],
+                                compile_mode=chosen["compile_mode"])
     record["device"] = dev
     record["environment"] = environment.facts(
-        NAME, VERSION, record["device"], threads=environment.usable_cores(), precision=chosen["precision"],
+        NAME, VERSION, record["device"], threads=environment.usable_cores(), computed_precision=chosen["computed_precision"],
         gpu_unused=chosen["note"],
         extra={"package": "python3-caffe {} (Debian 11)".format(debian_version("python3-caffe")),
                "blas": loaded_blas()})

@@ -18,8 +18,9 @@ logging.getLogger("data_parallel_model").setLevel(logging.WARNING)  # its notes 
 
 NAME = "Caffe2"
 VERSION = torch.__version__.split("+")[0]  # Caffe2 has no version of its own: the torch wheel's
-# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
-chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
+# what choose_device and set_variant decided, for the record: the precision and compile mode asked for, and the
+# precision computed in
+chosen = {"note": None, "precision": "auto", "computed_precision": "fp32", "compile_mode": "default"}
 
 
 def gpu_names():
@@ -80,11 +81,33 @@ def count_steps_from_one(model):
         ops.append(ops.pop(counter))
 
 
+# The model zoo ResNet-50's blob names: batch norm fields, and its bottleneck blocks numbered through the stages
+BN_FIELDS = {"weight": "s", "bias": "b", "running_mean": "rm", "running_var": "riv"}
+RESNET50_BLOCKS = ["layer{}.{}".format(stage, block) for stage, blocks in enumerate((3, 4, 6, 3), 1)
+                   for block in range(blocks)]
+
+
+def zoo_blob(name, shape, num_classes=None):
+    """The model zoo ResNet-50's blob of a canonical (torchvision) weight name, e.g. layer2.0.conv2.weight ->
+    comp_3_conv_2_w; the classifier's (fc.weight, fc.bias) is last_out_L<num_classes>_w or _b."""
+    module, field = name.rsplit(".", 1)
+    if module == "fc":
+        return "last_out_L{}_{}".format(num_classes, field[0])
+    if module in ("conv1", "bn1"):
+        prefix = "conv1" if module == "conv1" else "conv1_spatbn_relu"
+    else:
+        stage, block, part = module.split(".", 2)  # e.g. layer2, 0, and conv2, bn2, downsample.0 or downsample.1
+        block = RESNET50_BLOCKS.index(stage + "." + block)
+        prefix = {"downsample.0": "shortcut_projection_{}", "downsample.1": "shortcut_projection_{}_spatbn"}.get(
+            part, ("comp_{}_conv_" if part.startswith("conv") else "comp_{}_spatbn_") + part[-1]).format(block)
+    return prefix + ("_w" if len(shape) == 4 else "_" + BN_FIELDS[field])
+
+
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts: the torch wheel's version, its BLAS and
     oneDNN, its CUDA and cuDNN on a GPU."""
-    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
-                                compile_mode=chosen["compile"])
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["precision"],
+                                compile_mode=chosen["compile_mode"])
     on_gpu = dev.device_type == caffe2_pb2.CUDA
     record["device"] = "cuda:{}".format(dev.device_id) if on_gpu else "cpu"
     build = workspace.C.get_build_options()
@@ -92,7 +115,7 @@ def start_record(task, profile, params, dev):
         NAME, VERSION, record["device"], gpus=gpu_names() if on_gpu else [],
         cuda=torch.version.cuda if on_gpu else None,
         cudnn=str(torch.backends.cudnn.version()) if on_gpu else None,
-        threads=environment.usable_cores(), precision=chosen["precision"], gpu_unused=chosen["note"],
+        threads=environment.usable_cores(), computed_precision=chosen["computed_precision"], gpu_unused=chosen["note"],
         extra={"torch": torch.__version__, "blas": build.get("BLAS_INFO"), "mkldnn": build.get("USE_MKLDNN")})
     return record
 

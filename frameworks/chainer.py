@@ -6,8 +6,9 @@ from common import environment, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "Chainer"
-# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
-chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
+# what choose_device and set_variant decided, for the record: the precision and compile mode asked for, and the
+# precision computed in
+chosen = {"note": None, "precision": "auto", "computed_precision": "fp32", "compile_mode": "default"}
 
 
 def gpu_names():
@@ -62,7 +63,7 @@ def loss_scaling(optimizer):
     """For fp16, after optimizer.setup: updates on float32 master copies of the float16 weights (use_fp32_update) and
     Chainer's dynamic loss scaling (loss_scaling(): from 1 the scale doubles each step up to 65504 until gradients
     first overflow; then each overflow halves it and skips that update, and it doubles again over 1000 steps)."""
-    if chosen["precision"] == "fp16":
+    if chosen["computed_precision"] == "fp16":
         optimizer.use_fp32_update()
         optimizer.loss_scaling()
 
@@ -74,8 +75,8 @@ def loss_scale(optimizer):
 
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as Chainer (and CuPy, on a GPU) report them."""
-    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
-                                compile_mode=chosen["compile"])
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["precision"],
+                                compile_mode=chosen["compile_mode"])
     record["device"] = str(dev)
     gpus, cuda, cudnn = [], None, None
     if isinstance(dev, chainer.backend.GpuDevice):
@@ -84,7 +85,7 @@ def start_record(task, profile, params, dev):
         gpus, cuda, cudnn = gpu_names(), cupy.cuda.runtime.runtimeGetVersion(), cupy.cuda.cudnn.getVersion()
     record["environment"] = environment.facts(NAME, chainer.__version__, record["device"], gpus=gpus, cuda=cuda,
                                               cudnn=cudnn, threads=environment.usable_cores(),
-                                              precision=chosen["precision"], gpu_unused=chosen["note"])
+                                              computed_precision=chosen["computed_precision"], gpu_unused=chosen["note"])
     return record
 
 

@@ -12,8 +12,9 @@ from common import environment, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "CNTK"
-# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
-chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
+# what choose_device and set_variant decided, for the record: the precision and compile mode asked for, and the
+# precision computed in
+chosen = {"note": None, "precision": "auto", "computed_precision": "fp32", "compile_mode": "default"}
 
 
 def _gpu_devices():
@@ -83,13 +84,13 @@ def mpi_launcher():
 
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as CNTK reports them."""
-    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
-                                compile_mode=chosen["compile"])
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["precision"],
+                                compile_mode=chosen["compile_mode"])
     on_gpu = dev.type() == C.device.DeviceKind.GPU
     record["device"] = "gpu:{}".format(dev.id()) if on_gpu else "cpu"
     record["environment"] = environment.facts(NAME, C.__version__, record["device"], gpus=gpu_names() if on_gpu else [],
                                               threads=C.cntk_py.get_max_num_cputhreads(),
-                                              precision=chosen["precision"], gpu_unused=chosen["note"])
+                                              computed_precision=chosen["computed_precision"], gpu_unused=chosen["note"])
     return record
 
 

@@ -7,8 +7,9 @@ from common import environment, gpu, memory, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "JAX"
-# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
-chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
+# what choose_device and set_variant decided, for the record: the precision and compile mode asked for, and the
+# precision computed in
+chosen = {"note": None, "precision": "auto", "computed_precision": "fp32", "compile_mode": "default"}
 
 
 def _gpu_devices():
@@ -65,14 +66,14 @@ def set_variant(dev, precision="auto", compile_mode="default"):
 def compute_dtype():
     """The dtype the notebooks' Flax layers compute in (their `dtype`): jnp.bfloat16 or jnp.float16 for bf16 and fp16,
     None otherwise (Flax then computes in its weights' float32). Weights stay float32 (Flax's param_dtype)."""
-    return {"bf16": jax.numpy.bfloat16, "fp16": jax.numpy.float16}.get(chosen["precision"])
+    return {"bf16": jax.numpy.bfloat16, "fp16": jax.numpy.float16}.get(chosen["computed_precision"])
 
 
 def loss_scaling(tx):
     """(optimiser, loss scale) for training: for fp16, Optax's apply_if_finite around `tx`, so that a step whose
     gradients overflowed is skipped (however many in a row, as PyTorch's GradScaler does), and Flax's DynamicScale
     (scale 2**16, halved on overflow, doubled after 2000 finite steps); otherwise (tx, None)."""
-    if chosen["precision"] != "fp16":
+    if chosen["computed_precision"] != "fp16":
         return tx, None
     import optax
     from flax.training.dynamic_scale import DynamicScale
@@ -119,13 +120,13 @@ def start_record(task, profile, params, dev):
     import flax
     import optax
 
-    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
-                                compile_mode=chosen["compile"])
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["precision"],
+                                compile_mode=chosen["compile_mode"])
     record["device"] = str(dev)
     gpus, cuda, cudnn = gpu_facts(dev.platform == "gpu")
     record["environment"] = environment.facts(
         NAME, jax.__version__, str(dev), gpus=gpus, cuda=cuda, cudnn=cudnn, threads=environment.usable_cores(),
-        precision=chosen["precision"], gpu_unused=chosen["note"],
+        computed_precision=chosen["computed_precision"], gpu_unused=chosen["note"],
         extra={"flax": flax.__version__, "optax": optax.__version__})
     return record
 

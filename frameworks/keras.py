@@ -79,12 +79,12 @@ def start_record(task, profile, params, dev):
     framework = importlib.import_module(keras.backend.backend())  # the backend's own package: tensorflow, jax, torch
     on_gpu = gpu.device_kind(str(dev)) == "gpu"
     record = results.new_record(NAME, task, profile, variant=keras.backend.backend(), params=params,
-                                precision=backend.chosen["requested"], compile_mode=backend.chosen["compile"])
+                                precision=backend.chosen["precision"], compile_mode=backend.chosen["compile_mode"])
     record["device"] = "gpu:0" if on_gpu else "cpu"
     gpus, cuda, cudnn = backend.gpu_facts(on_gpu)
     record["environment"] = environment.facts(
         NAME, keras.__version__, record["device"], gpus=gpus, cuda=cuda, cudnn=cudnn, threads=environment.usable_cores(),
-        precision=backend.chosen["precision"], gpu_unused=backend.chosen["note"],
+        computed_precision=backend.chosen["computed_precision"], gpu_unused=backend.chosen["note"],
         extra={"backend": keras.backend.backend(), "backend_version": framework.__version__,
                "dtype_policy": keras.config.dtype_policy().name, "compiler": run["compiler"]})
     return record

@@ -12,8 +12,9 @@ from common import environment, gpu, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "MXNet"
-# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
-chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
+# what choose_device and set_variant decided, for the record: the precision and compile mode asked for, and the
+# precision computed in
+chosen = {"note": None, "precision": "auto", "computed_precision": "fp32", "compile_mode": "default"}
 # task -> why a variant would not run what it names there; set_variant refuses it with this reason
 NO_BF16 = {"rnn": "MXNet 1.9's AMP keeps the fused RNN operator and Embedding in float32 for bfloat16 (FP32_FUNCS in "
                   "mxnet/contrib/amp/lists/symbol_bf16.py): only the last dense layer would compute in bfloat16"}
@@ -93,14 +94,14 @@ def loss_scaling(trainer):
     """For fp16, AMP's dynamic loss scaling on the trainer (amp.init_trainer): the scale starts at 2**16, halves when
     the gradients overflow (that step is skipped) and doubles after 2000 good steps. bfloat16 has float32's range and
     needs none."""
-    if chosen["precision"] == "fp16":
+    if chosen["computed_precision"] == "fp16":
         amp.init_trainer(trainer)
 
 
 def scale_loss(loss, trainer):
     """A context manager for inside autograd.record: AMP's amp.scale_loss for fp16 (it gives the loss multiplied by
     the trainer's scale, which trainer.step divides back out of the gradients), otherwise one that gives the loss."""
-    return amp.scale_loss(loss, trainer) if chosen["precision"] == "fp16" else _Unscaled(loss)
+    return amp.scale_loss(loss, trainer) if chosen["computed_precision"] == "fp16" else _Unscaled(loss)
 
 
 class _Unscaled(object):
@@ -137,15 +138,15 @@ def start_kvstore_node(role):
 
 def start_record(task, profile, params, ctx):
     """A new result record with the device and the environment facts as MXNet reports them."""
-    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
-                                compile_mode=chosen["compile"])
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["precision"],
+                                compile_mode=chosen["compile_mode"])
     record["device"] = str(ctx)
     on_gpu = ctx.device_type == "gpu"
     record["environment"] = environment.facts(
         NAME, mx.__version__, record["device"], gpus=gpu_names() if on_gpu else [],
         cuda="built with CUDA" if on_gpu and _built_with("CUDA") else None,
         cudnn="built with cuDNN" if on_gpu and _built_with("CUDNN") else None,
-        threads=environment.usable_cores(), precision=chosen["precision"], gpu_unused=chosen["note"])
+        threads=environment.usable_cores(), computed_precision=chosen["computed_precision"], gpu_unused=chosen["note"])
     return record
 
 

@@ -9,8 +9,9 @@ from common import environment, memory, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "PyTorch"
-# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
-chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
+# what choose_device and set_variant decided, for the record: the precision and compile mode asked for, and the
+# precision computed in
+chosen = {"note": None, "precision": "auto", "computed_precision": "fp32", "compile_mode": "default"}
 # mixed precision: the dtype torch.autocast computes in
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -69,7 +70,7 @@ def autocast(dev):
     """The context for forward and loss: torch.autocast in bfloat16 (bf16) or float16 (fp16), which runs matrix
     products and convolutions in it while the weights stay float32 and the loss is computed in float32; with any other
     precision a disabled autocast, so the code runs in float32 as written."""
-    dtype = AUTOCAST_DTYPES.get(chosen["precision"])
+    dtype = AUTOCAST_DTYPES.get(chosen["computed_precision"])
     return torch.autocast(dev.type, dtype=dtype, enabled=dtype is not None)
 
 
@@ -78,17 +79,31 @@ def grad_scaler(dev):
     flush to zero, the gradients are unscaled before the update, a step whose gradients hold inf or NaN is skipped and
     the scale adapts. With any other precision it is disabled: scale(loss) is the loss, step(optimizer) is
     optimizer.step(), update() does nothing."""
-    return torch.amp.GradScaler(dev.type, enabled=chosen["precision"] == "fp16")
+    return torch.amp.GradScaler(dev.type, enabled=chosen["computed_precision"] == "fp16")
 
 
 def compiled(model):
     """torch.compile(model) with compile_mode="on" (compiled at its first call), else the model itself. Dynamo's RNN
     support is switched on there (allow_rnn, experimental): without it Dynamo cannot trace nn.GRU and torch.compile
     would run a GRU model's whole forward eagerly."""
-    if chosen["compile"] != "on":
+    if chosen["compile_mode"] != "on":
         return model
     torch._dynamo.config.allow_rnn = True
     return torch.compile(model)
+
+
+def load_canonical(model, arrays):
+    """Load canonical weights into a torchvision ResNet-50: the canonical names and layouts are torchvision's own (its
+    batch norms' step counters, num_batches_tracked, are not weights)."""
+    state = {name: torch.from_numpy(value) for name, value in arrays.items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected and all(name.endswith("num_batches_tracked") for name in missing), (missing, unexpected)
+
+
+def canonical_weights(model):
+    """A torchvision ResNet-50's weights in the canonical layouts (its own), as NumPy arrays."""
+    return {name: value.cpu().numpy() for name, value in model.state_dict().items()
+            if not name.endswith("num_batches_tracked")}
 
 
 def gpu_facts(on_gpu):
@@ -100,12 +115,12 @@ def gpu_facts(on_gpu):
 
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as PyTorch reports them."""
-    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
-                                compile_mode=chosen["compile"])
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["precision"],
+                                compile_mode=chosen["compile_mode"])
     record["device"] = str(dev)
     gpus, cuda, cudnn = gpu_facts(dev.type == "cuda")
     record["environment"] = environment.facts(NAME, torch.__version__, str(dev), gpus=gpus, cuda=cuda, cudnn=cudnn,
-                                              threads=torch.get_num_threads(), precision=chosen["precision"],
+                                              threads=torch.get_num_threads(), computed_precision=chosen["computed_precision"],
                                               gpu_unused=chosen["note"])
     return record
 

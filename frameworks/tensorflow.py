@@ -7,8 +7,9 @@ from common import environment, gpu, memory, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "TensorFlow"
-# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
-chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
+# what choose_device and set_variant decided, for the record: the precision and compile mode asked for, and the
+# precision computed in
+chosen = {"note": None, "precision": "auto", "computed_precision": "fp32", "compile_mode": "default"}
 
 
 def _gpu_devices():
@@ -128,7 +129,7 @@ def compile_ahead(step, specs, state):
     its first call, so it also runs once here, on zeros (the time includes that one step), and `state` (every
     variable the step changes) is then put back as it was: training starts from the same weights either way."""
     step.get_concrete_function(*specs)
-    if chosen["compile"] == "on":
+    if chosen["compile_mode"] == "on":
         saved = [variable.numpy() for variable in state]
         step(*[tf.zeros(spec.shape, spec.dtype) for spec in specs])
         for variable, value in zip(state, saved):
@@ -145,12 +146,12 @@ def gpu_facts(on_gpu):
 
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as TensorFlow reports them."""
-    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
-                                compile_mode=chosen["compile"])
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["precision"],
+                                compile_mode=chosen["compile_mode"])
     record["device"] = dev
     gpus, cuda, cudnn = gpu_facts(gpu.device_kind(dev) == "gpu")
     record["environment"] = environment.facts(NAME, tf.__version__, dev, gpus=gpus, cuda=cuda, cudnn=cudnn,
-                                              threads=environment.usable_cores(), precision=chosen["precision"],
+                                              threads=environment.usable_cores(), computed_precision=chosen["computed_precision"],
                                               gpu_unused=chosen["note"])
     return record
 

@@ -7,8 +7,9 @@ from common import environment, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "Theano"
-# what choose_device and set_variant decided, for the record: the precision asked for and the one computed in
-chosen = {"note": None, "requested": "auto", "precision": "fp32", "compile": "default"}
+# what choose_device and set_variant decided, for the record: the precision and compile mode asked for, and the
+# precision computed in
+chosen = {"note": None, "precision": "auto", "computed_precision": "fp32", "compile_mode": "default"}
 
 
 def gpu_names():
@@ -50,12 +51,12 @@ def set_variant(dev, precision="auto", compile_mode="default"):
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as Theano reports them: floatX, the BLAS it
     links to, where it keeps its compiled modules."""
-    record = results.new_record(NAME, task, profile, params=params, precision=chosen["requested"],
-                                compile_mode=chosen["compile"])
+    record = results.new_record(NAME, task, profile, params=params, precision=chosen["precision"],
+                                compile_mode=chosen["compile_mode"])
     record["device"] = "cpu"
     record["environment"] = environment.facts(
-        NAME, theano.__version__, record["device"], threads=environment.usable_cores(), precision=chosen["precision"],
-        gpu_unused=chosen["note"],
+        NAME, theano.__version__, record["device"], threads=environment.usable_cores(),
+        computed_precision=chosen["computed_precision"], gpu_unused=chosen["note"],
         extra={"floatX": theano.config.floatX, "blas": theano.config.blas.ldflags or "NumPy's, through its C API",
                "compiledir": theano.config.compiledir})
     return record

@@ -55,7 +55,7 @@ def main():
     assert len(weights.shapes("inference", {})) == 265
 
     assert flops.cnn_forward_flops(cnn) == 124528640 and flops.resnet50_forward_flops(96) > 0
-    assert "cpu_simd" in record["environment"] and record["environment"]["precision"] == "fp32"
+    assert "cpu_simd" in record["environment"] and record["environment"]["computed_precision"] == "fp32"
     assert gpu.device_kind("@cupy:0") == "gpu" and gpu.device_kind("cpu(0)") == "cpu"
     assert isinstance(gpu.query_nvidia_smi()["gpus"], list) and isinstance(gpu.cuda_devices(), list)
     assert environment.choose_device("cpu", "Check", [], lambda: "no GPU") == ("cpu", None)

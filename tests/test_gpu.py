@@ -145,8 +145,8 @@ def test_tf32_from_compute_capability_8():
 
 def test_facts_record_precision_the_unused_gpu_and_the_build(monkeypatch):
     monkeypatch.setenv(environment.BUILD_VARIABLE, "adopted /usr/bin/python3")
-    facts = environment.facts("FakeNet", "1.0", "cpu", precision="fp32", gpu_unused="FakeNet could not use X")
-    assert (facts["precision"], facts["gpu_unused"], facts["build"], facts["gpu_details"]) == (
+    facts = environment.facts("FakeNet", "1.0", "cpu", computed_precision="fp32", gpu_unused="FakeNet could not use X")
+    assert (facts["computed_precision"], facts["gpu_unused"], facts["build"], facts["gpu_details"]) == (
         "fp32", "FakeNet could not use X", "adopted /usr/bin/python3", [])
 
 

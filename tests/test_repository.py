@@ -160,3 +160,19 @@ def test_ruff_is_clean():
     result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(catalog.REPO)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_notebook_rebinds_a_parameter(path):
+    """A parameter keeps the value it was given (what was asked for): what a framework makes of it gets a name of its
+    own, such as computed_precision."""
+    cells = [cell for cell in load(path)["cells"] if cell["cell_type"] == "code"]
+    parameters = {node.targets[0].id for node in ast.parse("".join(cells[0]["source"])).body}
+    for cell in cells[1:]:
+        lines = "".join(cell["source"]).splitlines()
+        code = "\n".join(lines[1:] if lines and lines[0].startswith("%%") else lines)  # a cell magic's first line
+        for node in ast.walk(ast.parse(code)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+            names = {leaf.id for target in targets for leaf in ast.walk(target) if isinstance(leaf, ast.Name)}
+            assert not names & parameters, "{} rebinds {}".format(path.name, ", ".join(sorted(names & parameters)))

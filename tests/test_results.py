@@ -4,7 +4,7 @@ import re
 import numpy as np
 import pytest
 
-from common import environment, results
+from common import environment, results, timing
 
 
 def finished_cnn_record():
@@ -95,3 +95,24 @@ def test_one_machine_and_each_of_several_with_a_coordinator_may_join():
     environment.check_machines(1, 0, "")
     for rank in (0, 1):
         environment.check_machines(2, rank, "10.0.0.1:29500")
+
+
+def test_a_training_result_gets_its_timings_and_headline_and_is_written(tmp_path):
+    record = finished_cnn_record()
+    said = []
+    written = results.write_training_result(str(tmp_path / "r.json"), record, [3.0, 2.0, 2.5], 0.75, compile_s=1.5,
+                                            say=said.append)
+    assert written["metrics"] == {"train_s": 7.5, "accuracy": 0.75} and written["timings"]["compile_s"] == 1.5
+    assert written["timings"]["first_epoch_s"] == 3.0 and results.read_result(str(tmp_path / "r.json")) == json.loads(
+        json.dumps(written, default=float))
+    assert said == [results.summary_line(written)]
+
+
+def test_a_throughput_result_takes_the_medians_of_its_passes(tmp_path):
+    record = results.new_record("PyTorch", "train", "smoke", params={"steps": 1})
+    record.update(data={"source": "synthetic", "description": "x"}, device="cpu",
+                  environment=environment.facts("PyTorch", "2.0", "cpu", threads=2))
+    timings = timing.training_throughput([2.0, 4.0, 3.0], images_per_pass=100, warmup_s=1.0)
+    written = results.write_throughput_result(str(tmp_path / "r.json"), record, timings, say=lambda line: None)
+    assert written["metrics"] == {"s_per_1000_images": 30.0, "images_per_s": pytest.approx(100 / 3.0)}
+    assert results.read_result(str(tmp_path / "r.json"))["timings"]["passes_s"] == [2.0, 4.0, 3.0]

@@ -81,3 +81,42 @@ def test_latency_reports_the_median_and_the_99th_percentile_of_single_batch_time
     assert timing.inference_timings([1.0], 10, 0.1)["batch_s"] is None
     with pytest.raises(ValueError):
         timing.percentile([], 0.5)
+
+
+def test_time_inference_warms_up_then_times_every_pass_and_batch_with_the_device_synchronised(monkeypatch):
+    device = FakeDevice(busy=0.5)
+    monkeypatch.setattr(timing.time, "perf_counter", device.clock)
+    seen, said = [], []
+
+    def extract(batch):
+        seen.append(batch)
+        device.events.append("batch {}".format(batch))
+        device.now += 1.0
+        return batch * 10
+
+    timings, last = timing.time_inference(extract, [1, 2, 3], images_per_pass=96,
+                                          params={"warmup_batches": 2, "repeats": 2}, sync=device.sync, say=said.append)
+    assert seen == [1, 2] + [1, 2, 3] * 2 and last == 30  # warm-up on the first two, then two whole passes
+    # a batch: its own start sync, 1 s of work, its stop sync (1.5 s inside its timer, 2 s inside the pass); a pass:
+    # three batches and its stop sync
+    assert timings["warmup_s"] == 2.5 and timings["passes_s"] == [6.5, 6.5]
+    assert timings["batch_s"]["n"] == 6 and timings["batch_s"]["median"] == 1.5
+    assert timings["s_per_1000_images"]["median"] == pytest.approx(1000 * 6.5 / 96)
+    assert said == ["pass 1/2: 6.50 s for 96 images", "pass 2/2: 6.50 s for 96 images"]
+    assert device.events[:4] == ["sync", "batch 1", "batch 2", "sync"]  # the warm-up's clock stops after a sync
+
+
+def test_training_throughput_summarises_passes_of_steps_without_batch_latency():
+    timings = timing.training_throughput([2.0, 4.0, 3.0], images_per_pass=100, warmup_s=7.0)
+    assert timings["images_per_s"]["median"] == pytest.approx(100 / 3.0) and timings["batch_s"] is None
+    assert timings["warmup_s"] == 7.0 and timings["s_per_1000_images"]["min"] == 20.0
+
+
+def test_the_epoch_clock_times_each_epoch_between_its_callbacks():
+    device = FakeDevice(busy=0.25)
+    clock = timing.EpochClock(device.sync, clock=device.clock)
+    for epoch, seconds in enumerate((3.0, 2.0)):
+        clock.begin_epoch(epoch)
+        device.now += seconds
+        clock.end_epoch(epoch, logs={"loss": 0.1})
+    assert clock.seconds == [3.25, 2.25]  # the sync before each stop inside the epoch, the one before each start not

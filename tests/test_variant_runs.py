@@ -77,7 +77,7 @@ def test_each_variant_runs_the_framework_s_own_way_or_says_why_not(job, expected
         assert table.status_text(table.row(record)).startswith("unsupported: ")
         return
     assert record["status"] == "ok", record["error"]
-    assert record["environment"]["precision"] == job.precision  # what it computed in, as the framework module says
+    assert record["environment"]["computed_precision"] == job.precision  # what it computed in, as the framework module says
     assert record["timings"]["peak_rss_bytes"] > 50 << 20
     assert 0.0 <= record["metrics"]["accuracy"] <= 1.0
     if job.compile_mode == "on" and job.framework.label not in COMPILE_IN_FIRST_EPOCH:
@@ -115,7 +115,7 @@ def test_the_train_task_runs_its_variants_on_its_engine_or_says_why_not(job, dev
         assert record["status"] == "unsupported" and expected in record["error"], record["error"]
         return
     assert record["status"] == "ok", record["error"]
-    assert record["environment"]["precision"] == job.precision and record["params"]["devices"] == devices
+    assert record["environment"]["computed_precision"] == job.precision and record["params"]["devices"] == devices
     assert record["metrics"]["images_per_s"] > 0 and record["timings"]["peak_rss_bytes"] > 50 << 20
 
 

@@ -94,7 +94,7 @@ def table_html(model, links=None, bars=True):
 
 def _environment_table(records):
     head = ["Framework", "Framework version", "Backend", "Python", "numpy", "Device", "GPUs", "CUDA", "cuDNN",
-            "Precision", "Threads", "CPU", "OS", "Built"]
+            "Computed in", "Threads", "CPU", "OS", "Built"]
     seen, lines = set(), ["<table><tr>" + "".join("<th>{}</th>".format(h) for h in head) + "</tr>"]
     for record in records:
         env = record.get("environment") or {}
@@ -105,7 +105,7 @@ def _environment_table(records):
         backend = env.get("backend") and "{} {}".format(env.get("backend"), env.get("backend_version"))
         cells = [table.label(record), env.get("framework_version"), backend, env.get("python"),
                  env.get("numpy"), env.get("device"), ", ".join(env.get("gpus") or []) or "none", env.get("cuda"),
-                 env.get("cudnn"), env.get("precision"), env.get("threads"), env.get("cpu"), env.get("os"),
+                 env.get("cudnn"), table.computed_precision(env), env.get("threads"), env.get("cpu"), env.get("os"),
                  env.get("build")]
         lines.append("<tr>" + "".join("<td>{}</td>".format(_e(c)) for c in cells) + "</tr>")
     lines.append("</table>")

@@ -143,6 +143,12 @@ class Facts:
         return next(iter((self.record.get("sweep") or {None: None}).items()))[part]
 
 
+def computed_precision(env):
+    """What a run computed in, as its environment facts say: 'fp32', 'tf32', 'bf16' or 'fp16' (records from before the
+    name computed_precision have it as 'precision')."""
+    return env.get("computed_precision", env.get("precision"))
+
+
 def _megabytes(value):
     return value / 2.0 ** 20 if value else None
 
@@ -196,12 +202,12 @@ FIELDS = (
     Field("test_samples", lambda f: f.params.get("test_samples")),
     Field("same_as_pytorch"),  # the same-weights check's verdict (flat_rows, from the run's checks)
     Field("accuracy_flag"),  # judged against the task's other rows (flat_rows)
-    Field("precision", lambda f: f.env.get("precision")),
+    Field("computed_precision", lambda f: computed_precision(f.env)),
     Field("gpu_unused", lambda f: f.env.get("gpu_unused")),
     Field("build", lambda f: f.env.get("build")),
     Field("peak_estimated", lambda f: f.estimated if f.peak else None),
-    Field("precision_asked", lambda f: f.record.get("precision") or "auto"),
-    Field("compile", lambda f: f.record.get("compile") or "default"),
+    Field("precision", lambda f: f.record.get("precision") or "auto"),  # asked for: --precision, the notebook's
+    Field("compile_mode", lambda f: f.record.get("compile") or "default"),  # asked for: --compile, the notebook's
     Field("sweep_key", lambda f: f.sweep(0)),
     Field("sweep_value", lambda f: f.sweep(1)),
     Field("samples_per_s", lambda f: samples_per_s(f.record)),
@@ -250,12 +256,12 @@ def label(r):
     """A row's name: the framework with its variant, precision, compile mode and swept value where they are not the
     default, e.g. 'Keras (jax)', 'PyTorch · bf16 · compiled' (common.results.label of the row)."""
     sweep = {r["sweep_key"]: r["sweep_value"]} if r.get("sweep_key") else None
-    return results.label(r["framework"], r.get("variant"), r.get("precision_asked"), r.get("compile"), sweep)
+    return results.label(r["framework"], r.get("variant"), r.get("precision"), r.get("compile_mode"), sweep)
 
 
 def is_default(r):
     """True for a row of the notebook as it stands: default precision and compile mode, no sweep."""
-    return (r.get("precision_asked") or "auto", r.get("compile") or "default") == variants.DEFAULT and not r.get("sweep_key")
+    return (r.get("precision") or "auto", r.get("compile_mode") or "default") == variants.DEFAULT and not r.get("sweep_key")
 
 
 def number(value, digits=1):
@@ -277,8 +283,8 @@ def device_text(r):
     """The Device cell: the framework's device name, its float32 precision on a GPU ('cuda:0 tf32'), and
     'GPU not used' for a CPU run on a machine whose GPU the framework could not use (the notes say why)."""
     text = r["device"] or ""
-    if r["precision"] and r["precision"] != "fp32":
-        text += " " + r["precision"]
+    if r["computed_precision"] and r["computed_precision"] != "fp32":
+        text += " " + r["computed_precision"]
     if r["gpu_unused"]:
         text += " (GPU not used)"
     return text
