@@ -146,7 +146,7 @@ def gpu_record(framework, device, gpu_name, details=None, precision="tf32", **me
     record["device"] = device
     record["params"] = {"image_size": 224}
     record["model"] = "ResNet-50 v1.5, torchvision"
-    record["environment"].update(device=device, gpus=[gpu_name], gpu_count=1, precision=precision,
+    record["environment"].update(device=device, gpus=[gpu_name], gpu_count=1, computed_precision=precision,
                                  gpu_details=details or [])
     return record
 
@@ -156,6 +156,9 @@ def test_gpu_rows_name_their_gpu_precision_and_peak_for_every_framework_spelling
     assert h100["hardware"] == "NVIDIA H100 80GB HBM3 x1"  # not the CPU: TensorFlow's /GPU:0 is a GPU run
     assert h100["peak_gflop_per_s"] == 67000.0 and not h100["peak_estimated"]
     assert table.device_text(h100) == "/GPU:0 tf32"
+    older = gpu_record("TensorFlow", "/GPU:0", "NVIDIA H100 80GB HBM3")  # a record from before computed_precision
+    older["environment"]["precision"] = older["environment"].pop("computed_precision")
+    assert table.row(older)["computed_precision"] == "tf32" and table.device_text(table.row(older)) == "/GPU:0 tf32"
     a10g = table.row(gpu_record("MXNet", "gpu(0)", "NVIDIA A10G", precision="tf32", details=[
         {"name": "NVIDIA A10G", "compute_capability": "8.6", "multiprocessors": 80, "max_clock_mhz": 1710.0}]))
     assert a10g["peak_gflop_per_s"] == pytest.approx(35020.8) and a10g["peak_estimated"]
