@@ -1,7 +1,7 @@
 """Lasagne 0.1 on Theano 1.0: what every Lasagne notebook repeats. Importing this module first makes Lasagne
 importable (its pooling layers look for a Theano module that Theano 1.0 renamed); the device, the precision policy and
 the record's facts are Theano's (frameworks/theano.py), and `correlate` is the convolution the other frameworks
-compute. Python 3.8, in the theano environment."""
+compute. Python 3.9, in the theano environment."""
 
 import sys
 import types

@@ -194,12 +194,12 @@ FRAMEWORKS: tuple[Framework, ...] = (
                                 library_aliases=(("libmpi.so.12", "libmpi.so.40"), ("libmpi_cxx.so.1", "libmpi_cxx.so.40")),
                                 gpu_builds=("cntk-cuda10.txt",), framework_module="cntk")),
     # Keras 2.3, the last Keras with backends other than TensorFlow, runs in its backends' environments; it brings
-    # Theano's: Python 3.8, float32 as Theano's floatX, its compiled C modules kept inside the environment
+    # Theano's: Python 3.9, float32 as Theano's floatX, its compiled C modules kept inside the environment
     Framework("keras2", "Keras 2", "Keras2", (
         Variant("cntk", "cntk", (("backend", "cntk"),), packages=("keras",)),
         Variant("theano", "theano", (("backend", "theano"),), packages=("keras",)),
     ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, lacks={"train": NO_DATA_PARALLEL["keras2"]},
-        modules=("keras",), environment=Environment("theano", "Rosetta: Theano", python="3.8", framework_module="theano",
+        modules=("keras",), environment=Environment("theano", "Rosetta: Theano", python="3.9", framework_module="theano",
                                 kernel_env=(("THEANO_FLAGS", "floatX=float32,base_compiledir={env}/theano-compiledir"),))),
     # Lasagne 0.1, layers over Theano's symbolic graphs, in the Theano environment that Keras 2 brings
     Framework("lasagne", "Lasagne", "Lasagne", (Variant(None, "theano", packages=("lasagne",)),),

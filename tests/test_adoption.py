@@ -12,7 +12,7 @@ from fake_gpus import fake_nvidia_smi, use_nvidia_smi
 
 from common import hyperparams
 from runner import catalog, cli
-from runner.run import batch, compatibility, environments, execution
+from runner.run import batch, compatibility, environments, execution, interpreters
 
 # The built environments' interpreters, found before a test points the catalog at a scratch folder
 BUILT = {name: env.python_path for name, env in catalog.ENVIRONMENTS.items()}
@@ -168,7 +168,8 @@ def test_a_python_without_venv_support_names_the_package_that_adds_it(scratch_ca
     fake.write_text("#!/bin/sh\ncase \"$*\" in *ensurepip*) echo \"ModuleNotFoundError: No module named 'ensurepip'\" >&2;"
                     " exit 1;; esac\necho 3.11.2\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(environments, "find_python", lambda version, shared=False: str(fake))
+    monkeypatch.setattr(interpreters, "find", lambda version, shared=False: interpreters.Interpreter(str(fake), "3.11.2",
+                                                                                                    "PATH"))
     with pytest.raises(environments.SetupError) as raised:
         environments.ensure(catalog.ENVIRONMENTS["chainer"], say=lambda line: None)
     assert str(raised.value).startswith("Python 3.11 at {} cannot create virtual environments (no ensurepip module); "

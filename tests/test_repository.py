@@ -11,6 +11,7 @@ import pytest
 
 from common import tasks
 from runner import catalog
+from runner.run import interpreters
 
 NOTEBOOKS = sorted(catalog.NOTEBOOKS.glob("*.ipynb"))
 
@@ -85,8 +86,11 @@ def test_every_environment_has_exact_pins():
                 if line and not line.startswith("-"):
                     assert "==" in line, "{}: {} is not pinned exactly".format(requirements.name, line)
     listed = {path.name for env in catalog.ENVIRONMENTS.values() for path in (env.requirements,) + env.gpu_requirements}
-    extra = {path.name for path in catalog.REQUIREMENTS_DIR.glob("*.txt")} - listed
+    extra = {path.name for path in catalog.REQUIREMENTS_DIR.glob("*.txt")} - listed - {interpreters.BOOTSTRAP}
     assert all(name.endswith(("-build.txt", "-debian.txt")) for name in extra), extra  # no orphan requirements
+    for line in (catalog.REQUIREMENTS_DIR / interpreters.BOOTSTRAP).read_text().splitlines():
+        line = line.split("#")[0].strip()
+        assert not line or ("==" in line and "--hash=sha256:" in line), line  # installed with --require-hashes
 
 
 def test_common_imports_no_framework():

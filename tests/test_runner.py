@@ -290,6 +290,8 @@ def test_a_missing_python_is_named_and_can_be_given_explicitly(tmp_path, monkeyp
     monkeypatch.delenv("CONDA_PREFIX", raising=False)
     monkeypatch.delenv("ROSETTA_PYTHON36", raising=False)
     monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    monkeypatch.setattr(catalog, "REQUIREMENTS_DIR", tmp_path)
+    (tmp_path / "old.txt").write_text("six==1.17.0\n")
     env = catalog.Environment("old", "Old", python="3.6")
     assert environments.find_python("3.6") is None
     with pytest.raises(environments.PythonMissing, match=r"^needs Python 3\.6: .*set ROSETTA_PYTHON36"):
@@ -506,9 +508,9 @@ def test_packages_of_another_debian_suite_come_through_a_private_apt_and_stand_i
     monkeypatch.setattr(debian, "system_library", lambda name: "/usr/lib/the-system-s/" + name)
     commands, real_run = [], build_steps.run_logged
 
-    def apt(command, log, env, say, heartbeat, cwd=None):
+    def apt(command, log, name, say, heartbeat, cwd=None):
         if command[0] != "apt-get":
-            return real_run(command, log, env, say, heartbeat, cwd)
+            return real_run(command, log, name, say, heartbeat, cwd)
         commands.append((command, (env.path / "apt" / "sources.list").read_text()))
         if "gone.example" in commands[-1][1]:
             raise environments.SetupError("apt-get update failed")

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 
 from runner import catalog
+from runner.run import build_steps
 from runner.run.build_steps import SetupError
 
 
@@ -25,7 +26,7 @@ def ensure_browser(say=print):
     log_path = catalog.ENVS_DIR / "browser.log"
     catalog.ENVS_DIR.mkdir(exist_ok=True)
     say("[setup] browser: installing Debian's chromium for the browser test (log: {})".format(
-        log_path.relative_to(catalog.REPO)))
+        build_steps.shown(log_path)))
     environ = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     with open(str(log_path), "w") as log:
         for command in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):

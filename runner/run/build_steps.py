@@ -1,13 +1,11 @@
-"""The steps every kind of environment's setup takes: find the Python it needs, say where packages come from, hold the
-environment's build lock, and run each command into the setup's log while printing its progress."""
+"""The steps every kind of environment's setup takes: say where packages come from, hold the environment's build
+lock, and run each command into the setup's log while printing its progress (runner/run/interpreters.py finds or
+obtains the Python it needs)."""
 
 import contextlib
 import fcntl
-import glob
 import os
-import shutil
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -30,31 +28,12 @@ class PythonMissing(MachineLacks):
     """An environment needs a Python version that this machine does not have."""
 
 
-def find_python(version, shared=False):
-    """Return a Python interpreter of `version` ("3.6"): $ROSETTA_PYTHON36, on PATH, under pyenv or conda; else None.
-    With `shared`, only one built with --enable-shared (whose libpythonX.Y.so other libraries can link)."""
-    if version is None:
-        return sys.executable
-    check = "import sys, sysconfig; print('%d.%d' % sys.version_info[:2], sysconfig.get_config_var('Py_ENABLE_SHARED'))"
-    candidates = [os.environ.get(python_variable(version)), shutil.which("python" + version)]
-    roots = [os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv")), os.environ.get("CONDA_PREFIX", "")]
-    for root in filter(None, roots):
-        candidates += sorted(glob.glob(os.path.join(root, "versions", version + ".*", "bin", "python" + version)))
-        candidates += sorted(glob.glob(os.path.join(root, "envs", "*", "bin", "python" + version)))
-    for candidate in filter(None, candidates):
-        try:
-            out = subprocess.run([candidate, "-c", check], capture_output=True, text=True, timeout=30)
-        except OSError:
-            continue
-        found, enable_shared = (out.stdout.split() + ["", ""])[:2]
-        if out.returncode == 0 and found == version and (enable_shared == "1" or not shared):
-            return candidate
-    return None
-
-
-def python_variable(version):
-    """The environment variable that names an interpreter of `version` explicitly: ROSETTA_PYTHON36 for "3.6"."""
-    return "ROSETTA_PYTHON" + version.replace(".", "")
+def shown(path):
+    """`path` as messages show it: relative to the repository where it is inside it, else as it is."""
+    try:
+        return Path(path).relative_to(catalog.REPO)
+    except ValueError:
+        return Path(path)
 
 
 def python_version(python):
@@ -80,29 +59,18 @@ def wheel_source(wheels=None):
     return ["--no-index", "--find-links", str(Path(wheels).resolve())]
 
 
-def check_venv_support(python):
-    """Raise SetupError, naming the one command that fixes it, where `python` cannot create virtual environments."""
-    out = subprocess.run([str(python), "-c", "import ensurepip, venv"], capture_output=True, text=True, timeout=60)
-    if out.returncode == 0:
-        return
-    version = python_version(python).rsplit(".", 1)[0]
-    raise SetupError("Python {} at {} cannot create virtual environments (no ensurepip module); on Debian and Ubuntu "
-                     "add it with `sudo apt-get install python{}-venv`, or adopt an interpreter that has the framework "
-                     "with `python3 run_all.py setup ENV --python PATH`".format(version, python, version))
-
-
 @contextlib.contextmanager
-def build_lock(env, say=print):
-    """Hold .envs/<name>.lock while `env` is built or adopted: a second run or setup that wants the same environment
-    waits for the first, saying so, instead of building it twice or using it half built."""
+def build_lock(name, say=print):
+    """Hold .envs/<name>.lock while environment (or interpreter) `name` is built, obtained or adopted: a second run or
+    setup that wants the same one waits for the first, saying so, instead of building it twice or using it half built."""
     catalog.ENVS_DIR.mkdir(parents=True, exist_ok=True)
-    with open(str(catalog.ENVS_DIR / (env.name + ".lock")), "a+") as handle:
+    with open(str(catalog.ENVS_DIR / (name + ".lock")), "a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
-            say("[setup] {}: {} is building it; waiting until it is done".format(env.name, holder))
+            say("[setup] {}: {} is building it; waiting until it is done".format(name, holder))
             fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
         handle.truncate()
@@ -117,17 +85,19 @@ def build_lock(env, say=print):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def run_logged(command, log, env, say, heartbeat, cwd=None):
-    """Run a setup command into the log, printing its latest line every `heartbeat` seconds."""
+def run_logged(command, log, name, say, heartbeat, cwd=None, environ=None):
+    """Run a setup command for `name` (an environment or interpreter) into the log, printing its latest line every
+    `heartbeat` seconds; `environ`: its variables, where not this process's."""
     log.write("$ " + " ".join(command) + "\n")
     log.flush()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
+                               env=environ)
     latest = {"line": "", "start": time.time()}
     done = threading.Event()
 
     def report():
         while not done.wait(heartbeat):
-            say("[setup] {}: {:.0f} s, {}".format(env.name, time.time() - latest["start"], latest["line"][:100]))
+            say("[setup] {}: {:.0f} s, {}".format(name, time.time() - latest["start"], latest["line"][:100]))
 
     reporter = threading.Thread(target=report, daemon=True)
     reporter.start()
@@ -138,8 +108,8 @@ def run_logged(command, log, env, say, heartbeat, cwd=None):
     process.wait()
     done.set()
     if process.returncode != 0:
-        raise SetupError("building environment {} failed at `{}` (exit {}); see {}".format(
-            env.name, " ".join(command[-3:]), process.returncode, log.name))
+        raise SetupError("building {} failed at `{}` (exit {}); see {}".format(
+            name, " ".join(command[-3:]), process.returncode, log.name))
 
 
 def size(path):

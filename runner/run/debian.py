@@ -6,6 +6,7 @@ into the system."""
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 from runner import catalog
 from runner.run import build_steps
@@ -48,17 +49,17 @@ def system_library(name):
     return None
 
 
-def debian_packages(env):
-    """The name=version lines of envs/<name>-debian.txt, comments left out."""
-    lines = (line.split("#")[0].strip() for line in env.debian_packages.read_text().splitlines())
+def debian_packages(listing):
+    """The name=version lines of a listing of Debian packages (envs/<name>-debian.txt), comments left out."""
+    lines = (line.split("#")[0].strip() for line in Path(listing).read_text().splitlines())
     return [line for line in lines if line]
 
 
-def debian_suite(env):
-    """(suite, [mirrors]) from the `# debian-suite:` and `# debian-mirror:` lines of envs/<name>-debian.txt, for
-    packages of another Debian release than the system's; None where it names none (the system's apt serves)."""
+def debian_suite(listing):
+    """(suite, [mirrors]) from the `# debian-suite:` and `# debian-mirror:` lines of a listing, for packages of
+    another Debian release than the system's; None where it names none (the system's apt serves)."""
     found = {"suite": [], "mirror": []}
-    for line in env.debian_packages.read_text().splitlines():
+    for line in Path(listing).read_text().splitlines():
         key, _, value = line.lstrip("# ").partition(":")
         if line.startswith("#") and key in ("debian-suite", "debian-mirror"):
             found[key[len("debian-"):]].append(value.strip())
@@ -67,11 +68,11 @@ def debian_suite(env):
     return found["suite"][0], found["mirror"] or ["http://deb.debian.org/debian"]
 
 
-def private_apt(env, suite, mirror):
+def private_apt(work, suite, mirror):
     """apt-get options that read `suite`'s package lists from `mirror` and keep them, and everything apt writes,
-    in the environment's apt/ folder: the system's sources, lists and installed packages are neither read nor
-    changed, and no root is needed."""
-    root = env.path / "apt"
+    in the folder `work`/apt: the system's sources, lists and installed packages are neither read nor changed, and
+    no root is needed."""
+    root = Path(work) / "apt"
     for folder in ("lists/partial", "archives/partial", "preferences.d"):
         (root / folder).mkdir(parents=True, exist_ok=True)
     (root / "sources.list").write_text("deb [signed-by={}] {} {} main\n".format(DEBIAN_KEYRING, mirror, suite))
@@ -85,40 +86,55 @@ def private_apt(env, suite, mirror):
     return [word for name, value in options.items() for word in ("-o", "{}={}".format(name, value))]
 
 
-def download_debian_packages(env, downloads, log, say, heartbeat):
-    """Fetch the pinned packages of envs/<name>-debian.txt into `downloads` with apt-get download: from the
-    system's apt, or from the suite its `# debian-suite:` line names, trying its mirrors in turn."""
-    suite = debian_suite(env)
-    command = ["apt-get", "download"] + debian_packages(env)
+def download_debian_packages(listing, work, downloads, log, name, say, heartbeat):
+    """Fetch the pinned packages of `listing` into `downloads` with apt-get download, for environment or interpreter
+    `name`: from the system's apt, or from the suite its `# debian-suite:` line names, trying its mirrors in turn
+    (their package lists kept in `work`/apt meanwhile)."""
+    suite = debian_suite(listing)
+    command = ["apt-get", "download"] + debian_packages(listing)
     if suite is None:
         try:
-            build_steps.run_logged(command, log, env, say, heartbeat, cwd=str(downloads))
+            build_steps.run_logged(command, log, name, say, heartbeat, cwd=str(downloads))
         except SetupError as error:
             if not (hasattr(os, "geteuid") and os.geteuid() == 0):
                 raise SetupError("`apt-get download` of {} failed (see {}); install OpenMPI 4 (Debian/Ubuntu: "
-                                 "libopenmpi3) and rerun the setup".format(env.debian_packages.name, log.name)) from error
-            build_steps.run_logged(["apt-get", "update"], log, env, say, heartbeat)  # a fresh machine may have no package lists
-            build_steps.run_logged(command, log, env, say, heartbeat, cwd=str(downloads))
+                                 "libopenmpi3) and rerun the setup".format(Path(listing).name, log.name)) from error
+            build_steps.run_logged(["apt-get", "update"], log, name, say, heartbeat)  # a fresh machine may have no package lists
+            build_steps.run_logged(command, log, name, say, heartbeat, cwd=str(downloads))
         return
-    name, mirrors = suite
+    suite_name, mirrors = suite
     if not os.path.exists(DEBIAN_KEYRING):
         raise MachineLacks("needs Debian's archive keyring {} (package debian-archive-keyring) to check {}'s "
-                         "packages".format(DEBIAN_KEYRING, name))
+                           "packages".format(DEBIAN_KEYRING, suite_name))
     failures = []
     for mirror in mirrors:
-        apt = private_apt(env, name, mirror)
+        apt = private_apt(work, suite_name, mirror)
         try:
-            build_steps.run_logged(["apt-get"] + apt + ["update"], log, env, say, heartbeat)
-            build_steps.run_logged(["apt-get"] + apt + command[1:], log, env, say, heartbeat, cwd=str(downloads))
+            build_steps.run_logged(["apt-get"] + apt + ["update"], log, name, say, heartbeat)
+            build_steps.run_logged(["apt-get"] + apt + command[1:], log, name, say, heartbeat, cwd=str(downloads))
             break
         except SetupError:
             failures.append(mirror)
-            say("[setup] {}: Debian {} not available from {}".format(env.name, name, mirror))
+            say("[setup] {}: Debian {} not available from {}".format(name, suite_name, mirror))
         finally:
-            shutil.rmtree(str(env.path / "apt"), ignore_errors=True)  # the suite's package lists: tens of MB
+            shutil.rmtree(str(Path(work) / "apt"), ignore_errors=True)  # the suite's package lists: tens of MB
     else:
         raise MachineLacks("needs Debian's {} packages, which none of {} served (see {})".format(
-            name, ", ".join(failures), log.name))
+            suite_name, ", ".join(failures), log.name))
+
+
+def extract_debian_packages(listing, target, work, log, name, say, heartbeat):
+    """Download the pinned packages of `listing` (download_debian_packages) and extract each into `target` with
+    dpkg -x: their files under `target`/usr, `target`/lib..., nothing installed."""
+    if not (shutil.which("apt-get") and shutil.which("dpkg")):
+        raise MachineLacks("needs apt-get and dpkg to fetch the Debian packages of {}".format(Path(listing).name))
+    downloads = Path(work) / "debian-downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    os.chmod(str(downloads), 0o777)  # apt-get download drops root to the _apt user where it can
+    download_debian_packages(listing, work, downloads, log, name, say, heartbeat)
+    for deb in sorted(downloads.glob("*.deb")):
+        build_steps.run_logged(["dpkg", "-x", str(deb), str(target)], log, name, say, heartbeat)
+    shutil.rmtree(str(downloads))
 
 
 def provide_libraries(env, log, say, heartbeat):
@@ -131,23 +147,18 @@ def provide_libraries(env, log, say, heartbeat):
     """
     aliases = env.path / LIBRARY_ALIASES_DIR
     aliases.mkdir(parents=True, exist_ok=True)
-    other_suite = env.debian_packages is not None and debian_suite(env) is not None
+    other_suite = env.debian_packages is not None and debian_suite(env.debian_packages) is not None
     provided = {name: None if other_suite else system_library(name) for _, name in env.library_aliases}
     if other_suite or not all(provided.values()):
         missing = ", ".join(name for name, path in provided.items() if not path)
         if not (env.debian_packages and shutil.which("apt-get") and shutil.which("dpkg")):
             raise MachineLacks("needs {}, which this system lacks and cannot fetch without apt-get; install OpenMPI 4 "
                              "(Debian/Ubuntu: libopenmpi3) and rerun the setup".format(missing or "Debian's packages"))
+        why = "packages of Debian {}".format(debian_suite(env.debian_packages)[0]) if other_suite else (
+            missing + " not on this system")
         say("[setup] {}: {}; extracting the Debian packages of {}".format(
-            env.name, "packages of Debian {}".format(debian_suite(env)[0]) if other_suite else missing + " not on this system",
-            env.debian_packages.relative_to(catalog.REPO)))
-        downloads = env.path / "debian-downloads"
-        downloads.mkdir(exist_ok=True)
-        os.chmod(str(downloads), 0o777)  # apt-get download drops root to the _apt user where it can
-        download_debian_packages(env, downloads, log, say, heartbeat)
-        for deb in sorted(downloads.glob("*.deb")):
-            build_steps.run_logged(["dpkg", "-x", str(deb), str(env.path / DEBIAN_DIR)], log, env, say, heartbeat)
-        shutil.rmtree(str(downloads))
+            env.name, why, build_steps.shown(env.debian_packages)))
+        extract_debian_packages(env.debian_packages, env.path / DEBIAN_DIR, env.path, log, env.name, say, heartbeat)
         found = {}  # each library's first copy, outer folders first (Debian keeps alternatives in subfolders)
         for folder in library_folders(env)[1:]:
             for path in sorted(folder.rglob("*.so*"), key=lambda path: (len(path.parts), path.name)):
@@ -167,4 +178,4 @@ def provide_libraries(env, log, say, heartbeat):
         if compiler is None:
             raise MachineLacks("needs a C compiler (cc, or $CC) to build its stand-in {}".format(name))
         build_steps.run_logged([compiler, "-shared", "-fPIC", "-O2", "-Wl,-soname," + name, "-o", str(aliases / name),
-                     str(catalog.REQUIREMENTS_DIR / source)], log, env, say, heartbeat)
+                                str(catalog.REQUIREMENTS_DIR / source)], log, env.name, say, heartbeat)

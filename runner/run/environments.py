@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 
 from runner import catalog
-from runner.run import build_steps, debian
-from runner.run.build_steps import MachineLacks, PythonMissing, SetupError, find_python, python_variable
+from runner.run import build_steps, debian, interpreters
+from runner.run.build_steps import MachineLacks, PythonMissing, SetupError
+from runner.run.interpreters import find_python, python_variable
 
 STAMP = "rosetta-stamp.json"
 PTH_FILE = "rosetta-repo.pth"  # puts the repository on sys.path, so notebooks import `common` and `frameworks`
@@ -132,7 +133,8 @@ class VirtualEnvironment(Installation):
         if built is None or not built.exists() or (requirements is not None and Path(requirements).name != built.name):
             return False
         digest = hashlib.sha256(recipe(self.env, built)).hexdigest()
-        return self.env.python_path.exists() and self.stamp().get("requirements_sha256") == digest
+        python = self.env.python is None or self.stamp().get("python", "").startswith(self.env.python + ".")
+        return python and self.env.python_path.exists() and self.stamp().get("requirements_sha256") == digest
 
     def label(self):
         stamp = self.stamp()
@@ -142,7 +144,10 @@ class VirtualEnvironment(Installation):
         built = self.requirements()
         if built is None:
             return ""
-        return "envs/{}, {} build".format(built.name, "GPU" if built in self.env.gpu_requirements else "CPU")
+        stamp = self.stamp()
+        python = "Python {} ({})".format(stamp.get("python"), stamp["python_origin"]) if stamp.get("python_origin") else (
+            "Python {}".format(stamp.get("python")))
+        return "envs/{}, {} build, {}".format(built.name, "GPU" if built in self.env.gpu_requirements else "CPU", python)
 
     def for_gpu(self):
         """True for a GPU build, False for a CPU build, None where nothing was built."""
@@ -154,34 +159,30 @@ class VirtualEnvironment(Installation):
     def build(self, requirements=None, say=print, wheels=None, heartbeat=20.0):
         env = self.env
         requirements = Path(requirements) if requirements is not None else env.requirements
-        python = find_python(env.python, env.python_shared)
-        if python is None:
-            raise PythonMissing("needs Python {}{}: none found on PATH, under pyenv or conda (or set {} to one)".format(
-                env.python, " built with --enable-shared" if env.python_shared else "", python_variable(env.python)))
         if not requirements.exists():
             raise SetupError("environment {} has no requirements file {}".format(env.name, requirements))
         source = build_steps.wheel_source(wheels)
-        build_steps.check_venv_support(python)
+        python = interpreters.find_or_obtain(env.python, env.python_shared, say, heartbeat)
         stamp = {"build": "gpu" if requirements in env.gpu_requirements else "cpu", "requirements": requirements.name,
                  "requirements_sha256": hashlib.sha256(recipe(env, requirements)).hexdigest(),
-                 "python": build_steps.python_version(python)}
+                 "python": python.version, "python_path": python.path, "python_origin": python.origin}
         if env.path.exists():
             say("[setup] {}: requirements changed, another build asked for, or build incomplete; rebuilding".format(
                 env.name))
             shutil.rmtree(str(env.path))
         log_path = catalog.ENVS_DIR / (env.name + ".log")
         catalog.ENVS_DIR.mkdir(exist_ok=True)
-        say("[setup] {}: creating with Python {} from {}{} (log: {})".format(
-            env.name, stamp["python"], requirements.relative_to(catalog.REPO), " and the wheels in {}".format(source[-1])
-            if source else "", log_path.relative_to(catalog.REPO)))
+        say("[setup] {}: creating with {} from {}{} (log: {})".format(
+            env.name, python.describe(), build_steps.shown(requirements), " and the wheels in {}".format(source[-1])
+            if source else "", build_steps.shown(log_path)))
         started = time.time()
         with open(str(log_path), "w") as log:
-            build_steps.run_logged([python, "-m", "venv", str(env.path)], log, env, say, heartbeat)
+            interpreters.create_venv(python, env.path, log, env.name, say, heartbeat, source)
             pip = [str(env.python_path), "-m", "pip", "install", "--progress-bar", "off"] + source
             if env.build_requirements:  # build tools pinned first, then used as they are to build the packages
-                build_steps.run_logged(pip + ["-r", str(env.build_requirements)], log, env, say, heartbeat)
+                build_steps.run_logged(pip + ["-r", str(env.build_requirements)], log, env.name, say, heartbeat)
                 pip.append("--no-build-isolation")
-            build_steps.run_logged(pip + ["-r", str(requirements)], log, env, say, heartbeat)
+            build_steps.run_logged(pip + ["-r", str(requirements)], log, env.name, say, heartbeat)
             self.add_libraries(log, say, heartbeat)
         site = subprocess.run([str(env.python_path), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                               capture_output=True, text=True, check=True).stdout.strip()
@@ -276,7 +277,7 @@ class AdoptedInterpreter(Installation):
             found = installed_versions(python, pinned)
             missing = [name for name in pinned if found[name] is None and name not in env.test_packages]
         say("[setup] {}: adopting {} (Python {}); packages found beside the pins of {}:".format(
-            env.name, python, version, requirements.relative_to(catalog.REPO)))
+            env.name, python, version, build_steps.shown(requirements)))
         for name in pinned:
             say("    {:24s} {:20s} pinned {}{}".format(name, found[name] or "-", pinned[name],
                                                      " (for the tests only)" if name in env.test_packages else ""))
@@ -292,7 +293,7 @@ class AdoptedInterpreter(Installation):
         stamp = {"build": "adopted", "python_path": str(python), "python": version, "requirements": requirements.name,
                  "versions": found, "probe": answer}
         if env.path.exists() and not installation(env).chosen_by_hand:
-            say("[setup] {}: replacing the virtual environment {}".format(env.name, env.path.relative_to(catalog.REPO)))
+            say("[setup] {}: replacing the virtual environment {}".format(env.name, build_steps.shown(env.path)))
             shutil.rmtree(str(env.path))
         write_stamp(env, stamp)
         write_kernel_spec(env)
@@ -381,7 +382,7 @@ def ensure(env, requirements=None, say=print, heartbeat=20.0, wheels=None):
     requirements=None keeps whichever build (or adoption) is there and builds the CPU one when there is none.
     Holds the environment's build lock throughout. Returns True when it built something.
     """
-    with build_steps.build_lock(env, say):
+    with build_steps.build_lock(env.name, say):
         made = installation(env)
         if is_ready(env, requirements):
             write_kernel_spec(env)  # cheap, and keeps the spec current when this code changes it
@@ -481,6 +482,6 @@ def adopt(env, python, requirements=None, say=print, install_missing=False, whee
     (AdoptedInterpreter.build says what is checked). Returns the stamp."""
     python = Path(python).expanduser()
     python = python if python.is_absolute() else Path(os.path.abspath(str(python)))
-    with build_steps.build_lock(env, say):
+    with build_steps.build_lock(env.name, say):
         return AdoptedInterpreter(env, python).build(requirements, say=say, wheels=wheels,
                                                      install_missing=install_missing)

@@ -11,7 +11,7 @@ import textwrap
 
 from common import hyperparams, results, tasks
 from runner import catalog
-from runner.run import browser, compatibility, environments
+from runner.run import browser, compatibility, environments, interpreters
 
 
 def build_choice(args):
@@ -41,7 +41,7 @@ def list_catalog():
 
 def environment_state(env, machine):
     """What `env` is and whether its framework can use this machine's GPU, in one line for `list`."""
-    variant = compatibility.variant_text(env)
+    variant = compatibility.variant_text(env) or "to build on " + interpreters.plan(env.python, env.python_shared)
     if not machine.gpus or env.framework_module is None:  # nothing to compute on, or nothing that computes
         return variant
     planned = compatibility.plan(env, machine)
