@@ -18,6 +18,7 @@ DEVICES = ("auto", "cpu", "cuda")
 # framework's module sets it explicitly and records which it got.
 TF32_FROM_COMPUTE_CAPABILITY = 8.0
 BUILD_VARIABLE = "ROSETTA_BUILD"  # set by the runner in each kernel spec: how the environment was made
+LOCK_VARIABLE = "ROSETTA_LOCK"  # set by the runner in each kernel spec: the lock it was built from, with its digest
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
                     "TF_NUM_INTEROP_THREADS")
@@ -151,6 +152,7 @@ def facts(framework, framework_version, device, gpus=(), cuda=None, cudnn=None, 
         "gpu_unused": gpu_unused,
         "gpu_details": gpu_details() if on_gpu else [],
         "build": os.environ.get(BUILD_VARIABLE),  # e.g. "venv gpu envs/pytorch.txt", "adopted /usr/bin/python3"
+        "lock": os.environ.get(LOCK_VARIABLE),  # e.g. "envs/pytorch.lock@1a2b3c4d5e6f"; None: not built from a lock
     }
     if extra:
         record.update(extra)

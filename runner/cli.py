@@ -17,7 +17,7 @@ from common import hyperparams, results, tasks, variants
 from runner import catalog, run_folder
 from runner.run import batch, environments, setup_commands
 
-COMMANDS = ("run", "setup", "test", "report", "rosetta", "list")
+COMMANDS = ("run", "setup", "test", "report", "rosetta", "list", "lock")
 
 DATA_SOURCES = ("auto", "real", "synthetic")  # common.datasets.SOURCES, which needs numpy: this runs before it exists
 
@@ -134,6 +134,10 @@ def build_parser():
     rosetta.add_argument("--out", type=Path, help="folder to write them to (default docs/rosetta)")
 
     sub.add_parser("list", help="frameworks, tasks and environments, and which environments are built")
+
+    lock = sub.add_parser("lock", help="regenerate the locks envs/<env>.lock (every package, exact version and "
+                          "hashes) from the requirements files, with uv, and say what changed")
+    lock.add_argument("envs", nargs="*", help="environment names, default all: " + ", ".join(catalog.ENVIRONMENTS))
     return parser
 
 
@@ -188,11 +192,12 @@ def parse(argv):
         raise UsageError("--gpu and --cpu exclude each other")
     if args.command in ("run", "setup") and args.wheels is not None and not args.wheels.is_dir():
         raise UsageError("--wheels: no such folder: {}".format(args.wheels))
-    if args.command == "setup":
+    if args.command in ("setup", "lock"):
         unknown = [name for name in args.envs if name not in catalog.ENVIRONMENTS]
         if unknown:
             raise UsageError("unknown environment {}; known environments: {}".format(
                 ", ".join(unknown), ", ".join(catalog.ENVIRONMENTS)))
+    if args.command == "setup":
         if args.python is not None:
             if len(args.envs) != 1:
                 raise UsageError("--python adopts an interpreter as one environment: name exactly one")
@@ -303,9 +308,10 @@ def main(argv=None):
     except UsageError as error:
         print("run_all.py: error: {}".format(error), file=sys.stderr)
         return USAGE_ERROR
-    if args.command in ("list", "setup"):  # the standard library is enough: no runner environment needed
+    if args.command in ("list", "setup", "lock"):  # the standard library is enough: no runner environment needed
         try:
-            return setup_commands.list_catalog() if args.command == "list" else setup_commands.setup(args)
+            return {"list": lambda args: setup_commands.list_catalog(), "setup": setup_commands.setup,
+                    "lock": setup_commands.lock}[args.command](args)
         except environments.SetupError as error:
             print("run_all.py: error: {}".format(error), file=sys.stderr)
             return 1

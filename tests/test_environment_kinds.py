@@ -59,7 +59,8 @@ def test_a_virtual_environment_and_an_adopted_interpreter_side_by_side(scratch):
     built(env, scratch / "demo.txt")
     venv = environments.installation(env)
     assert venv.ready() and venv.ready(scratch / "demo.txt") and venv.python() == env.python_path
-    assert (venv.label(), venv.describe()) == ("venv cpu envs/demo.txt", "envs/demo.txt, CPU build, Python 3.11.7")
+    assert (venv.label(), venv.describe()) == ("venv cpu envs/demo.txt", "envs/demo.txt, CPU build")
+    assert venv.origin() == "Python 3.11.7, no lock"
     assert venv.kernel_variables() == {} and venv.missing(["keras"]) == [] and not venv.runs_this_process()
     (scratch / "demo.txt").write_text("numpy==2.4.7\n")  # a changed requirement: no longer what it was built from
     assert not venv.ready()

@@ -141,4 +141,4 @@ def test_an_environment_built_on_another_python_is_not_ready(bare, monkeypatch):
     assert not environments.is_ready(env)  # the catalog now asks for 3.9
     environments.write_stamp(env, dict(stamp, python="3.9.2", python_origin="obtained from Debian bullseye"))
     assert environments.is_ready(env)
-    assert environments.installation(env).describe() == "envs/demo.txt, CPU build, Python 3.9.2 (obtained from Debian bullseye)"
+    assert environments.installation(env).origin() == "Python 3.9.2 (obtained from Debian bullseye), no lock"

@@ -151,6 +151,8 @@ def merged_markdown(run_dirs):
     """The merged table as Markdown: one column per machine and profile, one row per framework, per task."""
     tables = table.merged(run_dirs)
     lines = ["## Results from {} runs".format(len(run_dirs)), "", table.MERGED_NOTE]
+    for line in table.lock_differences(run_dirs):
+        lines += ["", line]
     for task_table in tables:
         lines += ["", "### " + task_table.title, ""] + table.markdown_lines(task_table)
     return "\n".join(lines) + "\n"
@@ -158,7 +160,7 @@ def merged_markdown(run_dirs):
 
 def merged_page(run_dirs):
     """The merged table as an HTML page."""
-    body = ['<p class="note">{}</p>'.format(_e(table.MERGED_NOTE))]
+    body = ['<p class="note">{}</p>'.format(_e(line)) for line in [table.MERGED_NOTE] + table.lock_differences(run_dirs)]
     for task_table in table.merged(run_dirs):
         body += ["<h2>{}</h2>".format(_e(task_table.title)), table_html(task_table, bars=False)]
     return _page("DL Rosetta Stone: results from several machines", "\n".join(body))

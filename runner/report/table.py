@@ -205,6 +205,7 @@ FIELDS = (
     Field("computed_precision", lambda f: computed_precision(f.env)),
     Field("gpu_unused", lambda f: f.env.get("gpu_unused")),
     Field("build", lambda f: f.env.get("build")),
+    Field("lock", lambda f: f.env.get("lock")),  # the lock the environment was built from, 'envs/x.lock@digest'
     Field("peak_estimated", lambda f: f.estimated if f.peak else None),
     Field("precision", lambda f: f.record.get("precision") or "auto"),  # asked for: --precision, the notebook's
     Field("compile_mode", lambda f: f.record.get("compile") or "default"),  # asked for: --compile, the notebook's
@@ -661,6 +662,25 @@ def machine_column(run_dir, records):
     hardware = sorted({r["hardware"] for r in rows if r["hardware"]}) or ["unknown hardware"]
     profiles = sorted({r["profile"] for r in rows}) or ["?"]
     return "{} | {}".format(" + ".join(hardware), "/".join(profiles)), Path(run_dir).name
+
+
+def lock_differences(run_dirs):
+    """Lines naming each lock whose digest differs between the runs being merged: their rows ran on other packages."""
+    seen = {}  # lock file -> {digest: [run folder names]}
+    for run_dir in run_dirs:
+        for r in (row(record) for record in load_records(run_dir)):
+            if r["lock"]:
+                name, _, digest = r["lock"].partition("@")
+                runs = seen.setdefault(name, {}).setdefault(digest, [])
+                if Path(run_dir).name not in runs:
+                    runs.append(Path(run_dir).name)
+    lines = []
+    for name, digests in sorted(seen.items()):
+        if len(digests) > 1:
+            found = "; ".join("{} in {}".format(digest, ", ".join(runs)) for digest, runs in sorted(digests.items()))
+            lines.append("Built from different locks: {}: {}; the rows of its environment ran on other package "
+                         "versions.".format(name, found))
+    return lines
 
 
 def merged(run_dirs):

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from runner import catalog
-from runner.run import build_steps, debian, interpreters
+from runner.run import build_steps, debian, interpreters, locks
 from runner.run.build_steps import MachineLacks, PythonMissing, SetupError
 from runner.run.interpreters import find_python, python_variable
 
@@ -29,6 +29,7 @@ PTH_FILE = "rosetta-repo.pth"  # puts the repository on sys.path, so notebooks i
 DEBIAN_PTH_FILE = "rosetta-debian.pth"  # puts the extracted Debian packages' Python modules on sys.path
 UNAVAILABLE_VARIABLE = "ROSETTA_UNAVAILABLE"  # for pytest: {environment: why this machine cannot build it}, JSON
 BUILD_VARIABLE = "ROSETTA_BUILD"  # common.environment.BUILD_VARIABLE: the kernel tells the record how it was built
+LOCK_VARIABLE = "ROSETTA_LOCK"  # common.environment.LOCK_VARIABLE: and the lock it was built from
 PROBE_PREFIX = "ROSETTA-PROBE "  # frameworks.probe.PREFIX
 # What the runner's own environment needs to run notebooks and write reports (its probe)
 RUNNER_IMPORTS = "import papermill, nbformat, nbclient, nbconvert, jupyter_client, ipykernel, matplotlib, pygments"
@@ -40,6 +41,8 @@ def recipe(env, requirements):
     """The bytes an environment is built from: its build tools, the requirements file, its Debian packages, and the
     library links and stand-ins (with their sources) the setup makes."""
     parts = [env.build_requirements, requirements, env.debian_packages]
+    parts += [locks.lock_path(path) for path in (env.build_requirements, requirements) if path is not None and
+              locks.lock_path(path).exists()]
     parts += [catalog.REQUIREMENTS_DIR / source for _, source in env.stand_in_libraries]
     built = b"".join(path.read_bytes() for path in parts if path)
     if debian.needs_libraries(env):  # what the setup links and compiles is part of what it built
@@ -100,6 +103,11 @@ class Installation:
         """The requirements file it was built from, None where it was not built from one."""
         return None
 
+    def origin(self):
+        """Where what it runs came from, for `list`: its Python and where that was found, and the lock it was built
+        from ('Python 3.9.2 (obtained from Debian bullseye), lock envs/caffe.lock@9ef36f2b2825'); '' where not built."""
+        return ""
+
     def kernel_variables(self):
         """The variables its kernel needs besides the catalog's `kernel_env` (where to find the repository, libraries)."""
         return {}
@@ -144,10 +152,15 @@ class VirtualEnvironment(Installation):
         built = self.requirements()
         if built is None:
             return ""
+        return "envs/{}, {} build".format(built.name, "GPU" if built in self.env.gpu_requirements else "CPU")
+
+    def origin(self):
         stamp = self.stamp()
+        if self.requirements() is None:
+            return ""
         python = "Python {} ({})".format(stamp.get("python"), stamp["python_origin"]) if stamp.get("python_origin") else (
             "Python {}".format(stamp.get("python")))
-        return "envs/{}, {} build, {}".format(built.name, "GPU" if built in self.env.gpu_requirements else "CPU", python)
+        return "{}, {}".format(python, "lock " + stamp["lock"] if stamp.get("lock") else "no lock")
 
     def for_gpu(self):
         """True for a GPU build, False for a CPU build, None where nothing was built."""
@@ -162,10 +175,17 @@ class VirtualEnvironment(Installation):
         if not requirements.exists():
             raise SetupError("environment {} has no requirements file {}".format(env.name, requirements))
         source = build_steps.wheel_source(wheels)
+        steps = [path for path in (env.build_requirements, requirements) if path is not None]
+        for path in steps:  # a lock older than its requirements file is refused; a file without one installs as it is
+            if locks.lock_path(path).exists() and locks.stale(path):
+                raise locks.LockError(locks.stale(path))
         python = interpreters.find_or_obtain(env.python, env.python_shared, say, heartbeat)
         stamp = {"build": "gpu" if requirements in env.gpu_requirements else "cpu", "requirements": requirements.name,
                  "requirements_sha256": hashlib.sha256(recipe(env, requirements)).hexdigest(),
                  "python": python.version, "python_path": python.path, "python_origin": python.origin}
+        lock = locks.lock_path(requirements)
+        if lock.exists():
+            stamp["lock"] = locks.label(lock)
         if env.path.exists():
             say("[setup] {}: requirements changed, another build asked for, or build incomplete; rebuilding".format(
                 env.name))
@@ -178,11 +198,8 @@ class VirtualEnvironment(Installation):
         started = time.time()
         with open(str(log_path), "w") as log:
             interpreters.create_venv(python, env.path, log, env.name, say, heartbeat, source)
-            pip = [str(env.python_path), "-m", "pip", "install", "--progress-bar", "off"] + source
-            if env.build_requirements:  # build tools pinned first, then used as they are to build the packages
-                build_steps.run_logged(pip + ["-r", str(env.build_requirements)], log, env.name, say, heartbeat)
-                pip.append("--no-build-isolation")
-            build_steps.run_logged(pip + ["-r", str(requirements)], log, env.name, say, heartbeat)
+            for path in steps:  # build tools first, then used as they are to build the packages
+                install(env, path, source, log, say, heartbeat, no_build_isolation=path != steps[0])
             self.add_libraries(log, say, heartbeat)
         site = subprocess.run([str(env.python_path), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                               capture_output=True, text=True, check=True).stdout.strip()
@@ -199,6 +216,28 @@ class VirtualEnvironment(Installation):
 
     def add_to_path(self, site):
         """Put what else its kernel imports on sys.path through .pth files in `site` (nothing else here)."""
+
+
+def install(env, requirements, source, log, say, heartbeat, no_build_isolation=False):
+    """pip-install a requirements file into `env`'s virtual environment: from its lock where it has one (exactly its
+    packages, every file checked against its hashes), else as it is. A file whose hash the lock lacks is refused in
+    one line naming the package."""
+    lock = locks.lock_path(requirements)
+    if not lock.exists():
+        command = [str(env.python_path), "-m", "pip", "install", "--progress-bar", "off"] + source + (
+            ["--no-build-isolation"] if no_build_isolation else []) + ["-r", str(requirements)]
+        build_steps.run_logged(command, log, env.name, say, heartbeat)
+        return
+    try:
+        build_steps.run_logged(locks.install_command(env.python_path, lock, source, no_build_isolation), log, env.name,
+                               say, heartbeat)
+    except SetupError as error:
+        log.flush()
+        mismatch = locks.hash_mismatch(Path(log.name).read_text())
+        if mismatch is None:
+            raise
+        raise SetupError("{}: {} does not match the hashes of envs/{} (a file changed on the index, or a stale lock: "
+                         "`{} {}`)".format(env.name, mismatch, lock.name, locks.REGENERATE, env.name)) from error
 
 
 class VirtualEnvironmentWithLibraries(VirtualEnvironment):
@@ -359,6 +398,9 @@ def kernel_environment(env):
     label = build_label(env)
     if label:
         environ[BUILD_VARIABLE] = label
+    lock = (read_stamp(env) or {}).get("lock")
+    if lock:
+        environ[LOCK_VARIABLE] = lock
     environ.update(installation(env).kernel_variables())
     return environ
 

@@ -90,7 +90,7 @@ def find(version, shared=False):
     """The first Interpreter of `version` ("3.6") this machine has (candidates' order), None where it has none; the
     running one for None. With `shared`, only one whose libpythonX.Y.so other libraries can link."""
     if version is None:
-        return Interpreter(sys.executable, sys.version.split()[0], "the interpreter running the setup")
+        return Interpreter(sys.executable, sys.version.split()[0], "the setup's own")
     for path, origin in candidates(version):
         try:
             out = subprocess.run([path, "-c", _VERSION_CHECK], capture_output=True, text=True, timeout=30)
@@ -121,7 +121,7 @@ def missing_message(version, shared=False):
 def plan(version, shared=False):
     """Which Python `version` a new environment would be built on, in a few words for `list`."""
     if version is None:
-        return "Python {} (the interpreter running the setup)".format(sys.version.split()[0])
+        return "Python {} (the setup's own)".format(sys.version.split()[0])
     found = find(version, shared)
     if found is not None:
         return "Python {} ({})".format(found.version, found.origin)

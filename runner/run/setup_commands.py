@@ -11,7 +11,7 @@ import textwrap
 
 from common import hyperparams, results, tasks
 from runner import catalog
-from runner.run import browser, compatibility, environments, interpreters
+from runner.run import browser, compatibility, environments, interpreters, locks
 
 
 def build_choice(args):
@@ -34,8 +34,8 @@ def list_catalog():
     print("Profiles: " + ", ".join(hyperparams.PROFILES))
     print("Environments (.envs/; `setup ENV --python PATH` adopts an existing interpreter instead):")
     for env in catalog.ENVIRONMENTS.values():
-        print("  {:10s} {:8s} {}".format(env.name, "ready" if environments.is_ready(env) else "missing",
-                                         environment_state(env, machine)))
+        state = "; ".join(filter(None, [environment_state(env, machine), environments.installation(env).origin()]))
+        print("  {:10s} {:8s} {}".format(env.name, "ready" if environments.is_ready(env) else "missing", state))
     return 0
 
 
@@ -73,6 +73,14 @@ def setup(args):
         return 0
     failed, _ = build_environments(args.envs, machine, build=build_choice(args), wheels=args.wheels)
     return 1 if failed else 0
+
+
+def lock(args):
+    """Regenerate the locks of the named environments (all by default) and say what changed in each."""
+    written = locks.regenerate(args.envs)
+    print("[lock] {} lock{} written; `python3 run_all.py setup` rebuilds the environments whose lock changed".format(
+        written, "" if written == 1 else "s"))
+    return 0
 
 
 def report_probe(env, answer):
