@@ -45,7 +45,7 @@ def test_a_machine_with_only_its_system_python_runs_every_row_but_python_3_6_s(t
             pytest.skip("this machine's system has python{} ({}): it is not bare".format(version, found))
     environ = bare_machine(tmp_path)
     out = subprocess.run([sys.executable, "-c", BARE, str(tmp_path), "-f", "keras2,lasagne,caffe,caffe2", "-t", "cnn",
-                          "-p", "smoke", "--no-equivalence", "--results", str(tmp_path / "results"), "-q"],
+                          "-p", "smoke", "--data", "synthetic", "--no-equivalence", "--results", str(tmp_path / "results"), "-q"],
                          cwd=str(catalog.REPO), env=environ, capture_output=True, text=True, timeout=1500)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]  # 1: the CNTK row could not run
     assert "[setup] python3.9: none found on this machine; obtaining Debian bullseye's" in out.stdout

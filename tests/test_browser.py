@@ -59,7 +59,7 @@ def test_results_report_shows_every_row(browser, tmp_path, monkeypatch):
     from runner import cli
 
     started = time.monotonic()
-    assert cli.main(["-f", "ok,raises", "-t", "cnn", "-p", "smoke", "--results", str(tmp_path), "-q"]) == 1
+    assert cli.main(["-f", "ok,raises", "-t", "cnn", "-p", "smoke", "--data", "synthetic", "--results", str(tmp_path), "-q"]) == 1
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     page, errors = open_page(browser, run_dir / "report.html")
     for record in table.load_records(run_dir):

@@ -76,7 +76,7 @@ def start(code, *args, **options):
 
 def fixture_run(tmp_path, *argv):
     """Run the runner on fixture notebooks in a process of its own; return (exit status, output, run folder)."""
-    process = start(FIXTURE_RUN, *(list(argv) + ["-t", "cnn", "-p", "smoke", "--results", tmp_path, "-q"]))
+    process = start(FIXTURE_RUN, *(list(argv) + ["-t", "cnn", "-p", "smoke", "--data", "synthetic", "--results", tmp_path, "-q"]))
     out = process.communicate(timeout=300)[0]
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     return process.returncode, out, run_dir
@@ -131,7 +131,8 @@ def kernels_in(run_dir):
 
 def test_ctrl_c(tmp_path):
     results = tmp_path / "results"
-    process = start(FIXTURE_RUN, "-f", "ok,hangs,raises", "-t", "cnn", "-p", "smoke", "--results", results, "-q",
+    process = start(FIXTURE_RUN, "-f", "ok,hangs,raises", "-t", "cnn", "-p", "smoke", "--data", "synthetic",
+                    "--results", results, "-q",
                     start_new_session=True)  # a process group of its own, as a terminal's job is
     wait_for(lambda: any(results.glob("*/hanging")), "the hanging cell to run")  # its kernel is up and busy
     (run_dir,) = [p for p in results.iterdir() if p.is_dir()]

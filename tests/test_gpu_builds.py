@@ -178,7 +178,8 @@ def test_a_run_on_an_h100_gives_the_rows_it_cannot_run_their_reason(tmp_path, mo
     FakeSetup(monkeypatch, {"pytorch": {"framework": "PyTorch", "version": "2.14.1", "gpus": [], "gpu_ok": False,
                                         "error": "PyTorch 2.14.1 (CUDA 13.0): CUDA driver version is insufficient"}})
     monkeypatch.setattr(batch, "check_equivalence", lambda jobs, run_dir: None)
-    status = cli.main(["-f", "mxnet,chainer,pytorch", "-t", "cnn", "-p", "smoke", "--results", str(tmp_path / "r")])
+    status = cli.main(["-f", "mxnet,chainer,pytorch", "-t", "cnn", "-p", "smoke", "--data", "synthetic",
+                       "--results", str(tmp_path / "r")])
     assert status == 1
     (run_dir,) = (tmp_path / "r").iterdir()
     rows = {r["framework"]: table.row(r) for r in table.load_records(run_dir)}

@@ -32,7 +32,7 @@ def run_dirs(results):
 
 def test_a_failure_and_a_hang_are_recorded_and_the_run_goes_on(fixture_catalog, tmp_path, capsys):
     status = cli.main(["run", "-f", "raises,hangs,silent,ok", "-t", "cnn", "-p", "smoke", "--timeout", "10",
-                       "--results", str(tmp_path), "--set", "epochs=2"])
+                       "--data", "synthetic", "--results", str(tmp_path), "--set", "epochs=2"])
     assert status == 1  # some notebooks failed, after all of them ran
     (run_dir,) = run_dirs(tmp_path)
     records = {r["framework"]: r for r in table.load_records(run_dir)}
@@ -61,7 +61,7 @@ def test_a_failure_and_a_hang_are_recorded_and_the_run_goes_on(fixture_catalog, 
 
 def test_variants_and_a_sweep_are_rows_with_unsupported_and_out_of_memory_cells(fixture_catalog, tmp_path):
     status = cli.main(["run", "-f", "variants", "-t", "cnn", "-p", "smoke", "--precision", "bf16,fp16",
-                       "--sweep", "batch_size=16,32,128", "--results", str(tmp_path), "-q"])
+                       "--sweep", "batch_size=16,32,128", "--data", "synthetic", "--results", str(tmp_path), "-q"])
     assert status == 1  # the run that did not fit in memory failed; the unsupported ones did not
     (run_dir,) = run_dirs(tmp_path)
     records = {table.label(table.row(r)): r for r in table.load_records(run_dir)}
@@ -133,7 +133,8 @@ def test_a_task_a_framework_lacks_is_a_row_that_says_why(tmp_path):
                                                                              ["cnn", "train"])]
     assert [(key, task) for key, task, _ in lacking] == [("caffe", "train")]
     assert not catalog.select(["caffe"], ["train"])
-    assert cli.main(["-f", "caffe", "-t", "train", "-p", "smoke", "--no-equivalence", "--results", str(tmp_path)]) == 0
+    assert cli.main(["-f", "caffe", "-t", "train", "-p", "smoke", "--no-equivalence", "--data", "synthetic",
+                     "--results", str(tmp_path)]) == 0
     (run_dir,) = run_dirs(tmp_path)
     records = table.load_records(run_dir)
     assert [(r["framework"], r["status"]) for r in records] == [("Caffe", "unavailable")]
@@ -141,7 +142,7 @@ def test_a_task_a_framework_lacks_is_a_row_that_says_why(tmp_path):
 
 
 def test_report_rebuilds_from_a_results_folder(fixture_catalog, tmp_path, capsys):
-    assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--results", str(tmp_path), "-q"]) == 0
+    assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--data", "synthetic", "--results", str(tmp_path), "-q"]) == 0
     (run_dir,) = run_dirs(tmp_path)
     (run_dir / "results.md").unlink()
     assert cli.main(["report", str(run_dir)]) == 0
@@ -188,7 +189,7 @@ def test_an_environment_that_cannot_be_built_gives_unavailable_rows(monkeypatch,
         raise environments.SetupError("environment pytorch needs Python 3.99, which was not found")
 
     monkeypatch.setattr(environments, "ensure", refuse)
-    assert cli.main(["-f", "pytorch", "-p", "smoke", "--results", str(tmp_path)]) == 1
+    assert cli.main(["-f", "pytorch", "-p", "smoke", "--data", "synthetic", "--results", str(tmp_path)]) == 1
     (run_dir,) = run_dirs(tmp_path)
     records = table.load_records(run_dir)
     assert [r["status"] for r in records] == ["unavailable"] * 4  # CNN, Inference, RNN, Train
@@ -397,7 +398,7 @@ def test_an_interrupted_run_says_so_and_resume_finishes_it(fixture_catalog, tmp_
         return real_run_job(job, *args, **kwargs)
 
     monkeypatch.setattr(execution, "run_job", ctrl_c_on_b)
-    argv = ["-f", "ok", "-t", "cnn", "-p", "smoke", "--set", "epochs=2", "--results", str(tmp_path), "-q"]
+    argv = ["-f", "ok", "-t", "cnn", "-p", "smoke", "--set", "epochs=2", "--data", "synthetic", "--results", str(tmp_path), "-q"]
     assert cli.main(argv) == batch.INTERRUPTED
     (run_dir,) = run_dirs(tmp_path)
     assert "--resume {}".format(run_dir) in capsys.readouterr().out
@@ -422,7 +423,8 @@ def test_resume_refuses_changed_notebooks_and_new_parameters(fixture_catalog, tm
     notebooks.mkdir()
     (notebooks / "OK_CNN.ipynb").write_text((FIXTURES / "OK_CNN.ipynb").read_text())
     monkeypatch.setattr(catalog, "NOTEBOOKS", notebooks)
-    assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--results", str(tmp_path / "results"), "-q"]) == 0
+    assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--data", "synthetic", "--results", str(tmp_path / "results"),
+                     "-q"]) == 0
     (run_dir,) = run_dirs(tmp_path / "results")
     capsys.readouterr()
     assert cli.main(["run", "--resume", str(run_dir), "-p", "full"]) == 2
@@ -436,8 +438,8 @@ def test_resume_refuses_changed_notebooks_and_new_parameters(fixture_catalog, tm
 
 
 def test_a_sweep_resumes_with_its_swept_runs(fixture_catalog, tmp_path, capsys):
-    assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--sweep", "epochs=1,2", "--results", str(tmp_path),
-                     "-q"]) == 0
+    assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--sweep", "epochs=1,2", "--data", "synthetic",
+                     "--results", str(tmp_path), "-q"]) == 0
     (run_dir,) = run_dirs(tmp_path)
     capsys.readouterr()
     assert cli.main(["run", "--resume", str(run_dir), "-q"]) == 0
