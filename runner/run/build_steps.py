@@ -59,6 +59,14 @@ def wheel_source(wheels=None):
     return ["--no-index", "--find-links", str(Path(wheels).resolve())]
 
 
+def pip_install(python, requirements, source=(), hashed=False, no_build_isolation=False):
+    """pip's command that installs a requirements file (or lock) into `python`'s environment; `hashed`: exactly the
+    packages it lists, each file checked against its hashes (--require-hashes --no-deps)."""
+    command = [str(python), "-m", "pip", "install", "--progress-bar", "off"]
+    command += (["--require-hashes", "--no-deps"] if hashed else []) + list(source)
+    return command + (["--no-build-isolation"] if no_build_isolation else []) + ["-r", str(requirements)]
+
+
 @contextlib.contextmanager
 def build_lock(name, say=print):
     """Hold .envs/<name>.lock while environment (or interpreter) `name` is built, obtained or adopted: a second run or

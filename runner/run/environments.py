@@ -177,8 +177,9 @@ class VirtualEnvironment(Installation):
         source = build_steps.wheel_source(wheels)
         steps = [path for path in (env.build_requirements, requirements) if path is not None]
         for path in steps:  # a lock older than its requirements file is refused; a file without one installs as it is
-            if locks.lock_path(path).exists() and locks.stale(path):
-                raise locks.LockError(locks.stale(path))
+            why = locks.stale(path) if locks.lock_path(path).exists() else None
+            if why:
+                raise locks.LockError(why)
         python = interpreters.find_or_obtain(env.python, env.python_shared, say, heartbeat)
         stamp = {"build": "gpu" if requirements in env.gpu_requirements else "cpu", "requirements": requirements.name,
                  "requirements_sha256": hashlib.sha256(recipe(env, requirements)).hexdigest(),
@@ -224,13 +225,12 @@ def install(env, requirements, source, log, say, heartbeat, no_build_isolation=F
     one line naming the package."""
     lock = locks.lock_path(requirements)
     if not lock.exists():
-        command = [str(env.python_path), "-m", "pip", "install", "--progress-bar", "off"] + source + (
-            ["--no-build-isolation"] if no_build_isolation else []) + ["-r", str(requirements)]
-        build_steps.run_logged(command, log, env.name, say, heartbeat)
+        build_steps.run_logged(build_steps.pip_install(env.python_path, requirements, source,
+                                                       no_build_isolation=no_build_isolation), log, env.name, say, heartbeat)
         return
     try:
-        build_steps.run_logged(locks.install_command(env.python_path, lock, source, no_build_isolation), log, env.name,
-                               say, heartbeat)
+        build_steps.run_logged(build_steps.pip_install(env.python_path, lock, source, hashed=True,
+                                                       no_build_isolation=no_build_isolation), log, env.name, say, heartbeat)
     except SetupError as error:
         log.flush()
         mismatch = locks.hash_mismatch(Path(log.name).read_text())

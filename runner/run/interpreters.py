@@ -240,8 +240,8 @@ def create_venv(interpreter, path, log, name, say, heartbeat, wheel_source=()):
         return
     build_steps.run_logged([interpreter.path, "-m", "venv", "--without-pip", str(path)], log, name, say, heartbeat)
     wheels = sorted(glob.glob(os.path.join(interpreter.pip_wheels, "*.whl")))
-    command = [str(Path(path) / "bin" / "python"), "-m", "pip", "install", "--progress-bar", "off",
-               "--require-hashes"] + list(wheel_source) + ["-r", str(catalog.REQUIREMENTS_DIR / BOOTSTRAP)]
+    command = build_steps.pip_install(Path(path) / "bin" / "python", catalog.REQUIREMENTS_DIR / BOOTSTRAP, wheel_source,
+                                      hashed=True)
     environ = dict(os.environ, PYTHONPATH=os.pathsep.join(wheels))  # Debian's pip imports what it needs from its wheels
     build_steps.run_logged(command, log, name, say, heartbeat, environ=environ)
 

@@ -94,12 +94,6 @@ def label(lock):
     return "envs/{}@{}".format(Path(lock).name, digest(lock))
 
 
-def install_command(python, lock, source=(), no_build_isolation=False):
-    """pip's command that installs exactly the packages of `lock`, each file checked against its hashes."""
-    command = [str(python), "-m", "pip", "install", "--progress-bar", "off", "--require-hashes", "--no-deps"]
-    return command + list(source) + (["--no-build-isolation"] if no_build_isolation else []) + ["-r", str(lock)]
-
-
 def uv():
     """The uv that resolves locks: the runner environment's, else one on PATH; LockError where there is none."""
     beside = [catalog.ENVIRONMENTS["runner"].path / "bin" / "uv", Path(sys.executable).parent / "uv"]
