@@ -36,6 +36,8 @@ class Environment:
     gpu_builds: tuple[str, ...] = ()
     framework_module: Optional[str] = None  # frameworks/<module>.py, whose probe() checks the environment
     test_packages: tuple[str, ...] = ()  # pinned for the tests only: an adopted interpreter may go without them
+    # optional parts added by the command that needs them, each envs/<name>-<extra>.txt (with its lock)
+    extras: tuple[str, ...] = ()
 
     @property
     def path(self) -> Path:
@@ -56,6 +58,10 @@ class Environment:
         """envs/<name>-build.txt: packages installed first, for requirements built without build isolation."""
         path = REQUIREMENTS_DIR / (self.name + "-build.txt")
         return path if path.exists() else None
+
+    def extra_requirements(self, extra) -> Path:
+        """envs/<name>-<extra>.txt: the requirements of an optional part (`extras`), the environment's own included."""
+        return REQUIREMENTS_DIR / "{}-{}.txt".format(self.name, extra)
 
     @property
     def debian_packages(self) -> Optional[Path]:
@@ -143,7 +149,8 @@ class Job:
         return ENVIRONMENTS[self.variant.env]
 
 
-RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "pytest-xdist", "ruff", "playwright"))
+RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "pytest-xdist", "ruff", "playwright"),
+                     extras=("ray",))  # ray: `run --on ray` (runner/run/on_ray.py)
 # Frameworks with no data-parallel engine that runs here: they have no train notebook, and their train rows say why
 NO_DATA_PARALLEL = {
     "keras2": "no data-parallel engine: Keras 2.3's multi_gpu_model runs on the TensorFlow backend only, and Keras 2 "

@@ -108,6 +108,10 @@ def build_parser():
     run.add_argument("--no-equivalence", action="store_true", help="skip the checks that every notebook computes "
                      "PyTorch's results from shared weights and, with --devices N, that a data-parallel step is the "
                      "single-device step (a few smoke-sized runs per framework)")
+    run.add_argument("--on", choices=["ray"], help="ray: every notebook a Ray task, one per GPU of this machine, "
+                     "or on every node of the cluster at --address (docs/cluster.md)")
+    run.add_argument("--address", metavar="HOST:PORT", help="with --on ray: join the running Ray cluster there "
+                     "(its token in $ROSETTA_RAY_TOKEN) instead of starting one on this machine")
 
     setup = sub.add_parser("setup", help="build the environments and kernels (all, or those named); GPU builds where "
                            "nvidia-smi finds a GPU they can use")
@@ -165,8 +169,11 @@ def parse(argv):
         check_variants(args)
         if args.data not in DATA_SOURCES:
             raise UsageError("unknown data source {!r}; use one of: {}".format(args.data, ", ".join(DATA_SOURCES)))
+        args.threads_default = args.threads is None  # on Ray, each node then uses its own cores
         if args.threads is None:
             args.threads = usable_cores()
+        if args.address is not None and args.on != "ray":
+            raise UsageError("--address goes with --on ray")
         args.overrides = dict(args.overrides)
         selected_tasks = sorted({job.task for job in args.jobs})
         for key in args.overrides:

@@ -7,12 +7,14 @@ import os
 import pytest
 from notebook_runs import NotebookRuns
 
+from runner import catalog
 from runner.run import environments
 
 # Test files whose tests share runs that one of them makes (session fixtures, the check's folders): with pytest-xdist
 # (`run_all.py test` runs two workers) each set goes to one worker, every other test to whichever is free
 RUN_TOGETHER = {"test_notebooks.py": "notebook runs", "test_equivalence.py": "notebook runs",
-                "test_data_parallel.py": "data-parallel steps", "test_browser.py": "browser"}
+                "test_data_parallel.py": "data-parallel steps", "test_browser.py": "browser",
+                "test_on_ray.py": "Ray clusters on the loopback addresses"}
 
 # Train rows whose notebook runs on one device only (keras.distribution is JAX's), and the words of its refusal of two
 TRAIN_ONE_DEVICE = {"Keras (tensorflow)": "implemented for the JAX backend only",
@@ -59,3 +61,19 @@ def pytest_xdist_make_scheduler(config, log):
             return RUN_TOGETHER.get(nodeid.split("::", 1)[0].rsplit("/", 1)[-1], nodeid)
 
     return RunTogetherScheduling(config, log)
+
+
+FIXTURES = catalog.REPO / "tests" / "fixtures"
+FIXTURE_FRAMEWORKS = tuple(
+    catalog.Framework(key, key.capitalize(), key.capitalize() if key != "ok" else "OK", (catalog.Variant(None, "runner"),))
+    for key in ("ok", "raises", "hangs", "silent", "dies", "variants")
+)
+
+
+@pytest.fixture
+def fixture_catalog(monkeypatch):
+    """Point the catalog at the fixture notebooks, which run on the runner environment's own kernel."""
+    if not environments.is_ready(catalog.ENVIRONMENTS["runner"]):
+        pytest.fail("the runner environment is not built: run `python3 run_all.py setup runner`")
+    monkeypatch.setattr(catalog, "NOTEBOOKS", FIXTURES)
+    monkeypatch.setattr(catalog, "FRAMEWORKS", FIXTURE_FRAMEWORKS)

@@ -52,7 +52,7 @@ def screenshot(page, folder, name, full_page=True):
 
 
 def test_results_report_shows_every_row(browser, tmp_path, monkeypatch):
-    from test_runner import FIXTURE_FRAMEWORKS, FIXTURES
+    from conftest import FIXTURE_FRAMEWORKS, FIXTURES
 
     monkeypatch.setattr(catalog, "NOTEBOOKS", FIXTURES)
     monkeypatch.setattr(catalog, "FRAMEWORKS", FIXTURE_FRAMEWORKS)

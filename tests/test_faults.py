@@ -40,7 +40,7 @@ import sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, "tests")
 from runner import catalog, cli
-from test_runner import FIXTURES, FIXTURE_FRAMEWORKS
+from conftest import FIXTURE_FRAMEWORKS, FIXTURES
 catalog.NOTEBOOKS, catalog.FRAMEWORKS = FIXTURES, FIXTURE_FRAMEWORKS
 sys.exit(cli.main(sys.argv[1:]))
 """

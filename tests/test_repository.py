@@ -80,12 +80,14 @@ def test_environment_yml_pins_equal_the_runner_requirements():
 
 def test_every_environment_has_exact_pins():
     for env in catalog.ENVIRONMENTS.values():
-        for requirements in (env.requirements,) + env.gpu_requirements:
+        extras = tuple(env.extra_requirements(extra) for extra in env.extras)
+        for requirements in (env.requirements,) + env.gpu_requirements + extras:
             for line in requirements.read_text().splitlines():
                 line = line.split("#")[0].strip()
                 if line and not line.startswith("-"):
                     assert "==" in line, "{}: {} is not pinned exactly".format(requirements.name, line)
-    listed = {path.name for env in catalog.ENVIRONMENTS.values() for path in (env.requirements,) + env.gpu_requirements}
+    listed = {path.name for env in catalog.ENVIRONMENTS.values() for path in (env.requirements,) + env.gpu_requirements
+              + tuple(env.extra_requirements(extra) for extra in env.extras)}
     extra = {path.name for path in catalog.REQUIREMENTS_DIR.glob("*.txt")} - listed - {interpreters.BOOTSTRAP}
     assert all(name.endswith(("-build.txt", "-debian.txt")) for name in extra), extra  # no orphan requirements
     for line in (catalog.REQUIREMENTS_DIR / interpreters.BOOTSTRAP).read_text().splitlines():

@@ -4,26 +4,11 @@ import hashlib
 import json
 
 import pytest
-from conftest import require_environment
+from conftest import FIXTURES, require_environment
 
 from runner import catalog, cli
 from runner.report import table
 from runner.run import batch, browser, build_steps, debian, environments, setup_commands
-
-FIXTURES = catalog.REPO / "tests" / "fixtures"
-FIXTURE_FRAMEWORKS = tuple(
-    catalog.Framework(key, key.capitalize(), key.capitalize() if key != "ok" else "OK", (catalog.Variant(None, "runner"),))
-    for key in ("ok", "raises", "hangs", "silent", "dies", "variants")
-)
-
-
-@pytest.fixture
-def fixture_catalog(monkeypatch):
-    """Point the catalog at the fixture notebooks, which run on the runner environment's own kernel."""
-    if not environments.is_ready(catalog.ENVIRONMENTS["runner"]):
-        pytest.fail("the runner environment is not built: run `python3 run_all.py setup runner`")
-    monkeypatch.setattr(catalog, "NOTEBOOKS", FIXTURES)
-    monkeypatch.setattr(catalog, "FRAMEWORKS", FIXTURE_FRAMEWORKS)
 
 
 def run_dirs(results):

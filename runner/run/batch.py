@@ -14,6 +14,7 @@ import time
 from common import hyperparams, results, tasks
 from runner import catalog, run_folder
 from runner.run import compatibility, environments, setup_commands
+from runner.run.on_ray import RayError
 
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
 USAGE_ERROR = 2  # a run refused before it starts (the command line's status for bad input)
@@ -130,6 +131,32 @@ def fetch_data(task_keys, source, say=print):
     return sources
 
 
+def run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machine):
+    """Run `jobs` as Ray tasks (runner/run/on_ray.py): on a cluster started on this machine, or on the one at
+    --address; the jobs whose environment the setup here could not build are rows that say why, as in a sequential
+    run (on a cluster, only where no node has that environment)."""
+    from runner.run import execution, on_ray
+
+    local = args.address is None
+    runnable = []
+    for job in jobs:
+        reason = (unavailable.get(job.variant.env) or missing_packages_reason(job)) if local else None
+        if reason:
+            record = execution.failure_record(job, args.profile, "unavailable", reason)
+            results.write_result(str(run_folder.record_path(run_dir, job.stem)), record, "unavailable")
+        else:
+            runnable.append(job)
+
+    def parameters_of(job):
+        overrides = dict(task_overrides(args.overrides, job.task, args.profile), **dict([job.sweep] if job.sweep else []))
+        return on_ray.parameters_without_record(job, args.profile, dict(parameters, data_source=data_sources[job.task],
+                                                                        overrides=overrides))
+
+    with on_ray.Cluster(args.address, gpus=on_ray.local_gpus(machine, args.device), wheels=args.wheels) as cluster:
+        on_ray.run_jobs(cluster, runnable, run_dir, args.profile, parameters_of, args.timeout, args.device,
+                        None if args.threads_default else args.threads)
+
+
 def run(args):
     """Set up missing environments, run every selected notebook, write the report; exit 1 if any notebook failed,
     130 when interrupted (the running notebook's row says so; --resume finishes the run)."""
@@ -139,6 +166,13 @@ def run(args):
 
     machine = compatibility.detect()
     print("[gpu] " + machine.describe())
+    if getattr(args, "on", None) == "ray":
+        from runner.run import on_ray
+        try:
+            on_ray.import_ray(wheels=args.wheels)
+        except on_ray.RayError as error:
+            print("run_all.py: error: {}".format(error), file=sys.stderr)
+            return 1
     if args.resume is not None:
         run_dir, jobs = args.resume, [job for job in args.jobs if not run_folder.finished(args.resume, job.stem)]
     else:
@@ -173,6 +207,9 @@ def run(args):
     parameters = {"device": args.device, "threads": args.threads, "seed": args.seed}
     started, interrupted, running, job_started = time.time(), False, None, None
     try:
+        if getattr(args, "on", None) == "ray":
+            run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machine)
+            jobs = []  # all ran, on Ray
         for number, job in enumerate(jobs, 1):
             prefix = "[{}/{} {}]".format(number, len(jobs), _clock(time.time() - started))
             reason = unavailable.get(job.variant.env) or missing_packages_reason(job)
@@ -209,6 +246,10 @@ def run(args):
             check_equivalence(runnable, run_dir)  # default runs
         if not args.no_equivalence and not (checks / run_folder.DATA_PARALLEL_FILE).exists():
             check_data_parallel(runnable, run_dir, args.overrides)
+    except RayError as error:
+        print("run_all.py: error: {}; `python3 run_all.py run --resume {}` runs the rest".format(error, run_dir),
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         interrupted = True
         print("\nInterrupted: writing the table of what finished; `python3 run_all.py run --resume {}` finishes "

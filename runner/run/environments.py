@@ -527,3 +527,26 @@ def adopt(env, python, requirements=None, say=print, install_missing=False, whee
     with build_steps.build_lock(env.name, say):
         return AdoptedInterpreter(env, python).build(requirements, say=say, wheels=wheels,
                                                      install_missing=install_missing)
+
+
+def ensure_extra(env, extra, module, say=print, wheels=None):
+    """Make the optional part `extra` of `env` (envs/<env>-<extra>.txt, e.g. Ray in the runner's environment)
+    importable as `module`: nothing where it is, else install its lock into a virtual environment the setup built;
+    SetupError (one line) where it cannot, naming the command that would."""
+    python = interpreter(env)
+    requirements = env.extra_requirements(extra)
+    wanted = pins(requirements)
+    if installed_versions(python, [extra]).get(extra) == wanted[extra]:
+        return
+    if installation(env).stamp().get("build") == "adopted":
+        raise SetupError("{} needs {}=={} in the adopted interpreter {}: `{} -m pip install {}=={}` adds it".format(
+            module, extra, wanted[extra], python, python, extra, wanted[extra]))
+    problem = locks.stale(requirements)
+    if problem:
+        raise SetupError(problem)
+    say("[setup] {}: adding {} {} (envs/{}; log .envs/{}-{}.log)".format(
+        env.name, extra, wanted[extra], locks.lock_path(requirements).name, env.name, extra))
+    with build_steps.build_lock(env.name, say), open(str(catalog.ENVS_DIR / "{}-{}.log".format(env.name, extra)), "w") as log:
+        build_steps.run_logged(build_steps.pip_install(python, locks.lock_path(requirements),
+                                                       build_steps.wheel_source(wheels), hashed=True),
+                               log, env.name, say, heartbeat=30)

@@ -107,17 +107,31 @@ def _note_in_notebook(path, text):
         pass
 
 
+def notebook_parameters(job, profile, parameters, record_path):
+    """The papermill parameters of one catalog job: the run's, its profile, variant, precision and compile mode, and
+    where its record goes."""
+    params = dict(parameters, profile=profile, result_path=str(record_path), precision=job.precision,
+                  compile_mode=job.compile_mode)
+    params.update(dict(job.variant.parameters))
+    return params
+
+
 def run_job(job, run_dir, profile, parameters, timeout, show_output=True):
     """Run one catalog job into `run_dir`; return its result record (the notebook's own, or a failure record)."""
     output = run_dir / (job.stem + ".ipynb")
     record_path = run_folder.record_path(run_dir, job.stem)
-    params = dict(parameters, profile=profile, result_path=str(record_path), precision=job.precision,
-                  compile_mode=job.compile_mode)
-    params.update(dict(job.variant.parameters))
     started = time.time()
-    status, error = run_notebook(job.notebook, output, job.environment.kernel_name, params, run_dir, timeout,
+    status, error = run_notebook(job.notebook, output, job.environment.kernel_name,
+                                 notebook_parameters(job, profile, parameters, record_path), run_dir, timeout,
                                  show_output)
-    elapsed = round(time.time() - started, 3)
+    return finish_record(job, run_dir, profile, status, error, round(time.time() - started, 3))
+
+
+def finish_record(job, run_dir, profile, status, error, elapsed, extra=None):
+    """Write and return the record of a job that ran into `run_dir`: the notebook's own where it ran to the end and
+    left a valid one, else the runner's failure record; `extra`: fields added to either (where it ran, on Ray)."""
+    output = run_dir / (job.stem + ".ipynb")
+    record_path = run_folder.record_path(run_dir, job.stem)
     record = None
     if status == "ok":
         try:
@@ -129,5 +143,6 @@ def run_job(job, run_dir, profile, parameters, timeout, show_output=True):
         record = failure_record(job, profile, status, error, duration_s=elapsed)
     record["notebook"] = output.name
     record["sweep"] = dict([job.sweep]) if job.sweep else None
+    record.update(extra or {})
     results.write_result(str(record_path), record, status=record["status"])
     return record

@@ -40,6 +40,7 @@ def lock_path(requirements):
 def requirement_files(env):
     """The requirements files of `env` that are installed from locks: its build tools, its CPU build, its GPU builds."""
     files = [env.build_requirements, env.requirements] + list(env.gpu_requirements)
+    files += [env.extra_requirements(extra) for extra in env.extras]
     return [path for index, path in enumerate(files) if path is not None and path not in files[:index]]
 
 
@@ -51,8 +52,19 @@ def python_for(env):
 def pins_digest(requirements):
     """The sha256 of a requirements file's pins (its lines without comments, blank lines or spaces): a change in its
     comments leaves its lock current."""
-    lines = (re.sub(r"\s+", "", line.split("#")[0]) for line in Path(requirements).read_text().splitlines())
-    return hashlib.sha256("\n".join(line for line in lines if line).encode()).hexdigest()
+    return hashlib.sha256("\n".join(_pin_lines(Path(requirements))).encode()).hexdigest()
+
+
+def _pin_lines(requirements):
+    """The pin lines of a requirements file, those of the files it includes (`-r other.txt`) in their place."""
+    found = []
+    for line in requirements.read_text().splitlines():
+        line = re.sub(r"\s+", "", line.split("#")[0])
+        if line.startswith("-r"):
+            found += _pin_lines(requirements.parent / line[2:])
+        elif line:
+            found.append(line)
+    return found
 
 
 def header_value(lock, prefix):

@@ -1,0 +1,507 @@
+"""The batch on Ray (`run --on ray`): every notebook a Ray task, on every GPU of this machine or every node of a cluster.
+
+Each job becomes one task that reserves what its notebook needs: one GPU (the train task: `devices` GPUs) where its
+environment computes on that node's GPUs, else the node's one notebook slot, so that two CPU notebooks never share a
+node's cores. A node says what it can run through custom resources (`node_resources`): the slot, and one resource
+per environment built there (and per environment that computes on its GPUs). The task runs papermill on its node,
+on that node's kernel, into a private folder, and returns the executed notebook and the record; the head writes
+them into the run folder, each file written whole then renamed, as a sequential run would have written them.
+Where it ran (node, GPUs, attempt, notebooks at once on that node) goes into the record as `placement`.
+
+Ray retries a task once when its worker or node is lost (the attempt number says so); a notebook's own error is a
+row, as in a sequential run, and is never retried. Ctrl-C cancels every task, which ends their kernels.
+"""
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import results, tasks
+from runner import catalog, run_folder
+from runner.run import environments
+
+RAY_VERSION = "2.60.0"
+TOKEN_VARIABLE = "ROSETTA_RAY_TOKEN"  # the cluster's token (Ray's token authentication), on every node and the head
+NODE_SLOT = "rosetta_node"  # one per node: a CPU notebook takes its node whole
+ENV_RESOURCE = "rosetta_env_{}"  # the node has this environment built
+GPU_ENV_RESOURCE = "rosetta_gpu_env_{}"  # ... and it computes on the node's GPUs
+UNITS = 1000  # how much of an environment resource a node advertises: more notebooks than it could hold at once
+LOCAL_ADDRESS = "127.0.0.2"  # the cluster `--on ray` starts on this machine: loopback (Ray takes 127.0.0.1 for the host)
+RETRIES = 1  # a task whose worker or node was lost runs once more
+
+
+class RayError(Exception):
+    """Why the batch cannot run on Ray (no Ray, no cluster at that address, a node's checkout differs): one line."""
+
+
+_TOKEN = []  # the token this process made for the clusters it starts (Ray reads it once per process)
+
+
+def token():
+    """The cluster's token: $ROSETTA_RAY_TOKEN where set, else one made for this process (secrets.token_hex)."""
+    if os.environ.get(TOKEN_VARIABLE):
+        return os.environ[TOKEN_VARIABLE]
+    if not _TOKEN:
+        _TOKEN.append(secrets.token_hex(32))
+    return _TOKEN[0]
+
+
+def import_ray(say=print, wheels=None):
+    """Ray, installed into the runner's environment on first use (envs/runner-ray.txt), with token authentication
+    on (set before Ray is imported, which reads it once); RayError where it cannot be had."""
+    os.environ.update(auth_environment(token()))
+    try:
+        import ray
+        return ray
+    except ImportError:
+        pass
+    try:
+        environments.ensure_extra(catalog.ENVIRONMENTS["runner"], "ray", "--on ray", say=say, wheels=wheels)
+    except environments.SetupError as error:
+        raise RayError(str(error)) from None
+    import importlib
+    importlib.invalidate_caches()
+    try:
+        import ray
+    except ImportError as error:
+        raise RayError("--on ray: Ray was installed but does not import: {}".format(error)) from None
+    return ray
+
+
+def auth_environment(token):
+    """The variables that turn on Ray's token authentication (every node and the head need the same token)."""
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def gpu_ok(env):
+    """True where `env`'s GPU check (the probe at setup) computed on this machine's GPU."""
+    return bool(((environments.read_stamp(env) or {}).get("probe") or {}).get("gpu_ok"))
+
+
+def node_resources():
+    """The custom resources this machine advertises as a Ray node: its notebook slot, each environment built here,
+    and each that computes on its GPUs."""
+    found = {NODE_SLOT: 1}
+    for env in catalog.ENVIRONMENTS.values():
+        if environments.is_ready(env):
+            found[ENV_RESOURCE.format(env.name)] = UNITS
+            if gpu_ok(env):
+                found[GPU_ENV_RESOURCE.format(env.name)] = UNITS
+    return found
+
+
+def local_gpus(machine, device):
+    """How many GPUs the cluster started on this machine declares: those nvidia-smi found, none with --device cpu."""
+    return 0 if device == "cpu" else len(machine.gpus)
+
+
+def usable_cores():
+    """CPU cores this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+class Node:
+    """A Ray node started from this checkout (`ray start --block`), in a folder of its own; `address` is the cluster's
+    (HOST:PORT of its head). `stop()` ends it and removes its folder."""
+
+    def __init__(self, process, address, folder):
+        self.process, self.address, self.folder = process, address, folder
+
+    def stop(self, signal_number=signal.SIGTERM):
+        """End the node (`signal_number`, then SIGKILL after 30 s) and remove its folder."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal_number)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        shutil.rmtree(str(self.folder), ignore_errors=True)
+
+
+def free_port(address=LOCAL_ADDRESS):
+    """A TCP port free on `address` now."""
+    with socket.socket() as probe:
+        probe.bind((address, 0))
+        return probe.getsockname()[1]
+
+
+def start_node(ip, head=None, gpus=0, cpus=None, resources=None, options=(), checkout=None, timeout=120):
+    """Start a Ray node on this machine at address `ip`: the head of a new cluster (`head` None) or one joining the
+    cluster at `head` (HOST:PORT); it declares `gpus` GPUs, `cpus` CPUs (default: its usable cores) and `resources`
+    (default: node_resources()), with token authentication, its tasks running from `checkout` (default this one).
+    Returns the
+    Node once Ray says it runs; RayError with the node's last line where it does not."""
+    folder = Path(tempfile.mkdtemp(prefix="rosetta-ray-"))
+    command = [str(Path(sys.executable).parent / "ray"), "start", "--block", "--node-ip-address", ip,
+               "--num-cpus", str(cpus or usable_cores()), "--num-gpus", str(gpus),
+               "--resources", json.dumps(node_resources() if resources is None else resources),
+               "--dashboard-agent-listen-port=0", "--disable-usage-stats"] + list(options)
+    address = head or "{}:{}".format(ip, free_port(ip))
+    if head is None:
+        command += ["--head", "--port", address.rsplit(":", 1)[1], "--include-dashboard=false",
+                    "--temp-dir", str(folder / "ray")]
+    else:
+        command += ["--address", head]
+    # TMPDIR: the tasks' private folders go inside the node's, removed with it even where a worker was killed
+    environ = dict(os.environ, RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0", TMPDIR=str(folder), RAY_TMPDIR=str(folder),
+                   **auth_environment(token()))
+    environ[CHECKOUT_VARIABLE] = str(checkout or catalog.REPO)
+    log = folder / "node.log"
+    with open(str(log), "w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=environ)
+    node = Node(process, address, folder)
+    deadline = time.time() + timeout
+    while "Ray runtime started" not in log.read_text(errors="replace"):
+        if process.poll() is not None or time.time() > deadline:
+            last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
+            node.stop()
+            raise RayError("--on ray: the Ray node on {} did not start: {}".format(ip, last))
+        time.sleep(0.2)
+    return node
+
+
+def start_head(gpus, say=print):
+    """The one-node cluster `--on ray` starts on this machine for a run: on loopback, declaring `gpus` GPUs."""
+    head = start_node(LOCAL_ADDRESS, gpus=gpus)
+    say("[ray] started a Ray head on {} ({} GPU{}; stopped at the end of the run)".format(
+        head.address, gpus, "" if gpus == 1 else "s"))
+    return head
+
+
+class Cluster:
+    """A connection to Ray: a cluster started on this machine for the run (no address), or one joined at `address`.
+    Use as a context manager: leaving it disconnects, and stops the cluster it started."""
+
+    def __init__(self, address=None, gpus=0, say=print, wheels=None):
+        self.address, self.gpus, self.say, self.wheels = address, gpus, say, wheels
+        self.ray = self.head = None
+
+    def __enter__(self):
+        if self.address is not None and not os.environ.get(TOKEN_VARIABLE):
+            raise RayError("--address {}: set {} to the cluster's token (docs/cluster.md)".format(self.address,
+                                                                                               TOKEN_VARIABLE))
+        self.ray = ray = import_ray(self.say, self.wheels)
+        # the tasks' workers import the runner from their node's checkout: start_node puts it on their PYTHONPATH
+        options = dict(log_to_driver=False, logging_level="ERROR")
+        try:
+            if self.address is None:
+                self.head = start_head(self.gpus, self.say)
+                ray.init(address=self.head.address, _node_ip_address=LOCAL_ADDRESS, **options)
+            else:
+                ray.init(address=self.address, **options)
+        except (ConnectionError, RuntimeError, ValueError) as error:
+            self.__exit__()
+            raise RayError("--on ray: could not {} Ray: {}".format(
+                "start" if self.address is None else "reach the cluster at " + self.address,
+                results.first_line(str(error)))) from None
+        return self
+
+    def __exit__(self, *exc):
+        self.ray.shutdown()
+        if self.head is not None:
+            self.head.stop()
+            self.head = None
+        return False
+
+    def nodes(self):
+        """The cluster's live nodes: [{"NodeID", "NodeManagerAddress", "Resources", ...}] (Ray's ray.nodes())."""
+        return [node for node in self.ray.nodes() if node.get("Alive")]
+
+    def describe(self):
+        """'3 nodes, 2 GPUs, 6 CPUs': what the run has to work with."""
+        nodes = self.nodes()
+        total = lambda key: int(sum(node["Resources"].get(key, 0) for node in nodes))  # noqa: E731
+        return "{} node{}, {} GPU{}, {} CPUs".format(len(nodes), "" if len(nodes) == 1 else "s", total("GPU"),
+                                                    "" if total("GPU") == 1 else "s", total("CPU"))
+
+
+def demand(job, nodes, device, devices=1):
+    """The Ray resources `job` asks for, or (None, why) where no node of the cluster can run it: a GPU notebook asks
+    for `devices` GPUs on a node whose copy of its environment computes on GPUs, any other its node's slot."""
+    name = job.variant.env
+    gpu_key, env_key = GPU_ENV_RESOURCE.format(name), ENV_RESOURCE.format(name)
+    if device != "cpu":
+        for node in nodes:
+            if node["Resources"].get(gpu_key) and node["Resources"].get("GPU", 0) >= devices:
+                return {"num_gpus": devices, "num_cpus": 0, "resources": {gpu_key: 1}}, None
+    if device == "cuda":
+        return None, "no node of the cluster has {} GPU{} on which environment {} computes".format(
+            devices, "" if devices == 1 else "s", name)
+    if any(node["Resources"].get(env_key) for node in nodes):
+        return {"num_cpus": 0, "resources": {env_key: 1, NODE_SLOT: 1}}, None
+    return None, "no node of the cluster has environment {}".format(name)
+
+
+def fits(resources, node):
+    """True where a live `node` has in all what a task asking for `resources` (demand's answer) needs."""
+    wanted = dict(resources.get("resources", {}), GPU=resources.get("num_gpus", 0), CPU=resources.get("num_cpus", 0))
+    return all(node["Resources"].get(key, 0) >= amount for key, amount in wanted.items() if amount)
+
+
+CHECKOUT_VARIABLE = "ROSETTA_CHECKOUT"  # on every node: the checkout its tasks run from (start_node sets it)
+# A task's first step on its node, shipped by value (cloudpickle pickles a function of a module it cannot import by
+# value): Ray puts the driver's folders first on its workers' sys.path, so without it a node whose checkout lives
+# elsewhere could import another copy of the runner. It imports the runner from the node's own checkout and calls
+# runner.run.on_ray.<name> there.
+_BOOTSTRAP = """
+def on_node(name, *args):
+    import importlib, os, sys
+    checkout = os.environ.get("ROSETTA_CHECKOUT")
+    if not checkout:
+        raise RuntimeError("this Ray node was started without ROSETTA_CHECKOUT, the checkout its notebooks run from "
+                           "(docs/cluster.md)")
+    if sys.path[0] != checkout:
+        sys.path.insert(0, checkout)
+        for module in [m for m in sys.modules if m.split(".")[0] in ("runner", "common", "frameworks")]:
+            del sys.modules[module]
+    return getattr(importlib.import_module("runner.run.on_ray"), name)(*args)
+"""
+
+
+def on_node_function():
+    """The bootstrap above as a function of a module no worker can import, so that Ray ships its code."""
+    namespace = {"__name__": "rosetta_ray_bootstrap"}
+    exec(compile(_BOOTSTRAP, "<rosetta_ray_bootstrap>", "exec"), namespace)  # our own constant code, nothing from outside
+    return namespace["on_node"]
+
+
+def checkout_fingerprint(notebooks):
+    """This checkout's commit (where git knows it) and the sha256 of each of `notebooks` (paths relative to it)."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=str(catalog.REPO), capture_output=True, text=True,
+                                timeout=30).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    digests = {}
+    for name in notebooks:
+        path = catalog.REPO / name
+        digests[name] = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+    return {"commit": commit, "notebooks": digests}
+
+
+def check_checkouts(cluster, notebooks):
+    """RayError where a node's checkout differs from this one's (commit, or one of the run's notebooks)."""
+    ray = cluster.ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = checkout_fingerprint(notebooks)
+    remote = ray.remote(on_node_function())
+    answers = {node["NodeManagerAddress"]: remote.options(
+        num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)).remote(
+        "checkout_fingerprint", notebooks)
+        for node in cluster.nodes()}
+    for address, answer in answers.items():
+        there = ray.get(answer, timeout=120)
+        if there["commit"] != here["commit"]:
+            raise RayError("node {} has commit {} where this checkout has {}: every node needs the same "
+                           "checkout".format(address, (there["commit"] or "none")[:12], (here["commit"] or "none")[:12]))
+        changed = sorted(name for name in notebooks if there["notebooks"].get(name) != here["notebooks"][name])
+        if changed:
+            raise RayError("node {} has other versions of {}: every node needs the same checkout".format(
+                address, ", ".join(Path(name).name for name in changed)))
+
+
+class Placements:
+    """A Ray actor on the head: each task's attempt number, and how many notebooks ran at once on each node."""
+
+    def __init__(self):
+        self.attempts, self.running = {}, {}  # stem -> attempts so far; node -> {stem: most at once while it ran}
+
+    def start(self, stem, node):
+        """A task begins `stem` on `node`: its attempt number (a lost attempt's entry is dropped)."""
+        for stems in self.running.values():
+            stems.pop(stem, None)
+        self.attempts[stem] = self.attempts.get(stem, 0) + 1
+        stems = self.running.setdefault(node, {})
+        stems[stem] = 0
+        for name in stems:
+            stems[name] = max(stems[name], len(stems))
+        return self.attempts[stem]
+
+    def end(self, stem, node):
+        """`stem` ended on `node`: the most notebooks that ran at once there while it ran."""
+        return self.running.get(node, {}).pop(stem, 1)
+
+    def now(self):
+        """The stems running now."""
+        return sorted(stem for stems in self.running.values() for stem in stems)
+
+
+def gpu_names(indices):
+    """The names of this machine's GPUs of those indices (nvidia-smi), [] where it has none."""
+    if not indices or shutil.which("nvidia-smi") is None:
+        return []
+    out = subprocess.run(["nvidia-smi", "--query-gpu=index,name", "--format=csv,noheader"], capture_output=True,
+                         text=True, timeout=60)
+    names = dict(line.split(", ", 1) for line in out.stdout.strip().splitlines() if ", " in line)
+    return [names.get(str(index), "?") for index in indices]
+
+
+def run_on_node(spec, placements):
+    """The Ray task: run one notebook on this node into a private folder; return the executed notebook, the record's
+    text and where it ran. A notebook's failure is an answer, not an exception (Ray retries only lost workers)."""
+    import ray
+
+    from runner.run import execution
+
+    node = ray.get_runtime_context().get_node_id()
+    stem = spec["stem"]
+    attempt = ray.get(placements.start.remote(stem, node))
+    gpu_ids = [int(index) for index in ray.get_gpu_ids()]
+    work = Path(tempfile.mkdtemp(prefix="rosetta-ray-"))
+    output, record_path = work / (stem + ".ipynb"), work / (stem + ".result.json")
+    parameters = dict(spec["parameters"], result_path=str(record_path))
+    this = next((entry for entry in ray.nodes() if entry["NodeID"] == node), {})
+    if spec["threads"] is None:  # not asked for: the node's cores, shared evenly by the notebooks its GPUs take
+        gpus = int(this.get("Resources", {}).get("GPU", 0)) if gpu_ids else 0
+        parameters["threads"] = max(1, usable_cores() // max(1, gpus))
+    started = time.time()
+    try:
+        dataset = tasks.TASKS[spec["task"]].dataset
+        if parameters.get("data_source") == "real" and dataset is not None:  # this node's copy, fetched once
+            from common import datasets
+            datasets.download(datasets.REMOTE_FILES[dataset])
+        status, error = execution.run_notebook(catalog.REPO / spec["notebook"], output, spec["kernel"], parameters,
+                                               work, spec["timeout"], show_output=False)
+        return {"status": status, "error": error, "elapsed": round(time.time() - started, 3),
+                "notebook": output.read_bytes() if output.exists() else None,
+                "record": record_path.read_text() if record_path.exists() else None,
+                "placement": {"host": socket.gethostname(), "node_ip": this.get("NodeManagerAddress"),
+                              "node_id": node[:12], "gpu_ids": gpu_ids, "gpus": gpu_names(gpu_ids),
+                              "attempt": attempt, "threads": parameters["threads"],
+                              "concurrent": ray.get(placements.end.remote(stem, node)), "engine": "ray " + ray.__version__}}
+    finally:
+        shutil.rmtree(str(work), ignore_errors=True)
+
+
+def write_whole(path, data):
+    """Write bytes or text to `path` through a temporary name renamed at the end: never half a file."""
+    partial = path.with_name(path.name + ".part-{}".format(os.getpid()))
+    (partial.write_bytes if isinstance(data, bytes) else partial.write_text)(data)
+    os.replace(str(partial), str(path))
+
+
+def land(job, run_dir, profile, answer):
+    """Write what a task returned into the run folder and return the job's record (execution.finish_record)."""
+    from runner.run import execution
+
+    if answer["notebook"] is not None:
+        write_whole(run_dir / (job.stem + ".ipynb"), answer["notebook"])
+    record_path = run_folder.record_path(run_dir, job.stem)
+    if answer["record"] is not None:
+        write_whole(record_path, answer["record"])
+    elif record_path.exists():
+        record_path.unlink()  # an earlier attempt's (a resumed run's failed row): this attempt left none
+    return execution.finish_record(job, run_dir, profile, answer["status"], answer["error"], answer["elapsed"],
+                                   extra={"placement": answer["placement"]})
+
+
+def lost(job, profile, why, elapsed):
+    """The record of a job whose task Ray could not finish (its worker or node lost on every attempt)."""
+    from runner.run import execution
+
+    record = execution.failure_record(job, profile, "failed", why, duration_s=elapsed)
+    record["notebook"] = job.stem + ".ipynb"
+    return record
+
+
+def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, threads, say=print, clock=None):
+    """Run `jobs` as Ray tasks on `cluster`, landing each one's outputs in `run_dir` as it finishes; returns their
+    records. `parameters_of(job)`: its papermill parameters, less the record's path; `threads`: None to let each
+    node use its own cores. KeyboardInterrupt cancels every task (the running ones' rows say `interrupted`)."""
+    from runner.run import execution
+
+    ray = cluster.ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    check_checkouts(cluster, sorted({str(job.notebook.relative_to(catalog.REPO)) for job in jobs}))
+    say("[ray] {}".format(cluster.describe()))
+    head = ray.get_runtime_context().get_node_id()
+    placements = ray.remote(Placements).options(
+        num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(head, soft=False)).remote()
+    task = ray.remote(on_node_function())
+    nodes, pending, records, started = cluster.nodes(), {}, {}, time.time()
+    clock = clock or (lambda: "{}:{:02d}".format(*divmod(int(time.time() - started), 60)))
+    for job in jobs:
+        devices = int(parameters_of(job)["overrides"].get("devices", 1)) if job.task == "train" else 1
+        resources, why = demand(job, nodes, device, devices)
+        if resources is None:
+            records[job.stem] = results.write_result(str(run_folder.record_path(run_dir, job.stem)),
+                                                     execution.failure_record(job, profile, "unavailable", why),
+                                                     "unavailable")
+            say("[{}/{} {}] {}: UNAVAILABLE; {}".format(len(records), len(jobs), clock(), job.stem, why))
+            continue
+        spec = {"stem": job.stem, "task": job.task, "notebook": str(job.notebook.relative_to(catalog.REPO)),
+                "kernel": job.environment.kernel_name, "parameters": parameters_of(job), "timeout": timeout,
+                "threads": threads}
+        spec["parameters"]["threads"] = threads
+        reference = task.options(max_retries=RETRIES, retry_exceptions=False, **resources).remote("run_on_node", spec, placements)
+        pending[reference] = (job, time.time(), resources)
+    say("[ray] {} notebook{} submitted".format(len(pending), "" if len(pending) == 1 else "s"))
+    try:
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=5)
+            if not done:  # nodes may have left: a task no live node can run would wait forever
+                nodes = cluster.nodes()
+                for reference, (job, submitted, resources) in list(pending.items()):
+                    if not any(fits(resources, node) for node in nodes):
+                        ray.cancel(reference, force=True)
+                        pending.pop(reference)
+                        records[job.stem] = results.write_result(
+                            str(run_folder.record_path(run_dir, job.stem)), lost(
+                                job, profile, "node lost: no node left in the cluster can run it",
+                                round(time.time() - submitted, 3)), "failed")
+                        say("[{}/{} {}] {}: FAILED; {}".format(len(records), len(jobs), clock(), job.stem,
+                                                              records[job.stem]["error"]))
+                continue
+            for reference in done:
+                job, submitted, _ = pending.pop(reference)
+                try:
+                    record = land(job, run_dir, profile, ray.get(reference))
+                except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+                        ray.exceptions.OwnerDiedError, ray.exceptions.RayTaskError) as error:
+                    why = "node lost" if isinstance(error, ray.exceptions.NodeDiedError) else "Ray: {}".format(
+                        results.first_line(str(error)))
+                    record = results.write_result(str(run_folder.record_path(run_dir, job.stem)),
+                                                  lost(job, profile, why, round(time.time() - submitted, 3)), "failed")
+                records[job.stem] = record
+                where = record.get("placement") or {}
+                outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]
+                say("[{}/{} {}] {}: {} after {:.0f} s on {}{}{}; {}".format(
+                    len(records), len(jobs), clock(), job.stem, record["status"].upper(), record.get("duration_s") or 0,
+                    where.get("node_ip", "?"), " GPU " + ",".join(map(str, where["gpu_ids"])) if where.get("gpu_ids") else "",
+                    " (attempt {})".format(where["attempt"]) if where.get("attempt", 1) > 1 else "", outcome))
+    except KeyboardInterrupt:
+        running = set(ray.get(placements.now.remote(), timeout=10))
+        for reference, (job, submitted, _) in pending.items():
+            ray.cancel(reference, force=True)
+            if job.stem in running:
+                results.write_result(str(run_folder.record_path(run_dir, job.stem)), execution.failure_record(
+                    job, profile, "interrupted", "interrupted (Ctrl-C) after {:.0f} s".format(time.time() - submitted),
+                    notebook=job.stem + ".ipynb"), "interrupted")
+        raise
+    return records
+
+
+def parameters_without_record(job, profile, parameters):
+    """The papermill parameters of `job` on a node, where its record's path is the node's to set."""
+    from runner.run import execution
+
+    params = execution.notebook_parameters(job, profile, parameters, "")
+    params.pop("result_path")
+    return params
+
+
+
+if __name__ == "__main__":  # `python -m runner.run.on_ray`: the resources `ray start --resources` gives this machine
+    print(json.dumps(node_resources()))

@@ -1,0 +1,330 @@
+"""The batch on Ray (`run --on ray`, runner/run/on_ray.py): the same rows as a sequential run, every record saying where
+it ran, a lost worker's notebook run again, one notebook per (logical) GPU at once. Each test starts Ray on loopback for
+its run and stops it; the unit tests of the scheduling rules need no Ray."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+from test_runner import run_dirs
+
+from runner import catalog, cli
+from runner.report import table
+from runner.run import on_ray
+
+RUN = ["-t", "cnn", "-p", "smoke", "--data", "synthetic", "--set", "epochs=2", "--no-equivalence", "-q"]
+
+
+def node(resources, alive=True):
+    return {"NodeID": "n" * 56, "NodeManagerAddress": "127.0.0.3", "Alive": alive, "Resources": resources}
+
+
+def job_in(env):
+    return catalog.Job(catalog.Framework("ok", "OK", "OK", (catalog.Variant(None, env),)),
+                       catalog.Variant(None, env), "cnn")
+
+
+def test_a_job_asks_for_a_gpu_where_its_environment_computes_on_one_else_a_whole_node():
+    gpu_node = node({"GPU": 2, "CPU": 8, "rosetta_gpu_env_pytorch": 1000, "rosetta_env_pytorch": 1000, "rosetta_node": 1})
+    cpu_node = node({"CPU": 2, "rosetta_env_theano": 1000, "rosetta_env_pytorch": 1000, "rosetta_node": 1})
+    assert on_ray.demand(job_in("pytorch"), [cpu_node, gpu_node], "auto") == (
+        {"num_gpus": 1, "num_cpus": 0, "resources": {"rosetta_gpu_env_pytorch": 1}}, None)
+    assert on_ray.demand(job_in("pytorch"), [cpu_node, gpu_node], "auto", devices=2)[0]["num_gpus"] == 2
+    # three GPUs on no node: the CPU slot of a node that has the environment
+    assert on_ray.demand(job_in("pytorch"), [cpu_node, gpu_node], "auto", devices=3)[0] == {
+        "num_cpus": 0, "resources": {"rosetta_env_pytorch": 1, "rosetta_node": 1}}
+    assert on_ray.demand(job_in("pytorch"), [cpu_node, gpu_node], "cpu")[0]["resources"]["rosetta_node"] == 1
+    assert on_ray.demand(job_in("theano"), [cpu_node, gpu_node], "cuda") == (
+        None, "no node of the cluster has 1 GPU on which environment theano computes")
+    assert on_ray.demand(job_in("caffe"), [cpu_node, gpu_node], "auto") == (
+        None, "no node of the cluster has environment caffe")
+
+
+def test_placements_count_attempts_and_notebooks_at_once_per_node():
+    placements = on_ray.Placements()
+    assert placements.start("A", "n1") == 1
+    assert placements.start("B", "n1") == 1
+    assert placements.start("C", "n2") == 1
+    assert placements.now() == ["A", "B", "C"]
+    assert placements.end("A", "n1") == 2  # B ran beside it
+    assert placements.start("B", "n2") == 2  # B's worker was lost on n1: its second attempt, on n2
+    assert placements.end("B", "n2") == 2 and placements.end("C", "n2") == 2
+    assert placements.now() == []
+
+
+def test_address_needs_on_ray():
+    assert cli.main(["run", "--address", "127.0.0.1:6379", "-f", "pytorch"]) == 2
+
+
+def records_by_stem(run_dir):
+    return {path.name[:-len(".result.json")]: json.loads(path.read_text()) for path in run_dir.glob("*.result.json")}
+
+
+def test_the_fixture_batch_on_ray_gives_the_rows_of_a_sequential_run(fixture_catalog, tmp_path):
+    sequential, on_cluster = tmp_path / "sequential", tmp_path / "ray"
+    argv = ["run", "-f", "raises,silent,ok,dies"] + RUN
+    assert cli.main(argv + ["--results", str(sequential)]) == 1
+    assert cli.main(argv + ["--results", str(on_cluster), "--on", "ray"]) == 1
+    (first,), (second,) = run_dirs(sequential), run_dirs(on_cluster)
+    one, other = records_by_stem(first), records_by_stem(second)
+    assert sorted(one) == sorted(other) == ["Dies_CNN", "OK_CNN", "Raises_CNN", "Silent_CNN"]
+    for stem in one:
+        for field in ("status", "metrics", "params", "framework", "task"):
+            assert one[stem].get(field) == other[stem].get(field), (stem, field)
+        assert (one[stem].get("error") or "").replace(str(first), "<run>") == (
+            other[stem].get("error") or "").replace(str(second), "<run>"), stem
+        placement = other[stem]["placement"]
+        assert placement["node_ip"] == on_ray.LOCAL_ADDRESS and placement["engine"] == "ray " + on_ray.RAY_VERSION
+        assert placement["attempt"] == 1  # a notebook's own error (Raises, Dies) is a row, never retried
+        assert placement["concurrent"] == 1  # CPU notebooks take the node whole: one at a time
+        assert placement["gpu_ids"] == [] and "placement" not in one[stem]
+        assert (second / (stem + ".ipynb")).exists()
+    assert "planted failure" in json.dumps(json.loads((second / "Raises_CNN.ipynb").read_text())["cells"][-1]["outputs"])
+    assert not list(second.glob("*.part-*"))  # every file landed whole
+    assert [r["status"] for r in table.load_records(second)] == [r["status"] for r in table.load_records(first)]
+
+
+CRASHES = (catalog.Framework("crashes", "Crashes", "Crashes", (catalog.Variant(None, "runner"),)),)
+
+
+def test_a_notebook_whose_worker_is_killed_runs_again_and_says_attempt_2(fixture_catalog, tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "FRAMEWORKS", CRASHES)
+    marker = tmp_path / "crashed-once"
+    monkeypatch.setenv("ROSETTA_TEST_CRASH_MARKER", str(marker))
+    assert cli.main(["run", "-f", "crashes", "--results", str(tmp_path), "--on", "ray"] + RUN) == 0
+    (run_dir,) = run_dirs(tmp_path)
+    record = records_by_stem(run_dir)["Crashes_CNN"]
+    assert marker.read_text() == "first attempt"  # the first attempt ran, and killed its worker
+    assert record["status"] == "ok" and record["placement"]["attempt"] == 2
+
+
+TWO_GPU_RUNS = (catalog.Framework("gpus", "Gpus", "Gpus", (catalog.Variant("a", "runner"), catalog.Variant("b", "runner"))),)
+
+
+def test_notebooks_on_two_gpus_run_at_once_each_seeing_its_own(fixture_catalog, tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "FRAMEWORKS", TWO_GPU_RUNS)
+    monkeypatch.setattr(on_ray, "local_gpus", lambda machine, device: 2)  # two logical GPUs: Ray only counts them
+    monkeypatch.setattr(on_ray, "gpu_ok", lambda env: env.name == "runner")
+    assert cli.main(["run", "-f", "gpus", "--results", str(tmp_path), "--on", "ray"] + RUN) == 0
+    (run_dir,) = run_dirs(tmp_path)
+    records = records_by_stem(run_dir)
+    seen = sorted(record["visible_devices"] for record in records.values())
+    assert seen == ["0", "1"]  # each kernel saw only its own GPU
+    for record in records.values():
+        assert record["placement"]["gpu_ids"] == [int(record["visible_devices"])]
+        assert record["placement"]["concurrent"] == 2  # both ran at once on the node
+
+
+def test_without_ray_and_no_way_to_add_it_the_run_says_so_in_one_line(fixture_catalog, tmp_path, monkeypatch, capsys):
+    def no_ray(say=print, wheels=None):
+        raise on_ray.RayError("--on ray needs ray==2.60.0 in the adopted interpreter /x: `/x -m pip install ray==2.60.0` adds it")
+
+    monkeypatch.setattr(on_ray, "import_ray", no_ray)
+    assert cli.main(["run", "-f", "ok", "--results", str(tmp_path), "--on", "ray"] + RUN) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install ray==2.60.0" in err
+    assert not list(tmp_path.iterdir())  # refused before a run folder was made
+
+
+def ray_processes_of_this_test():
+    """Ray's processes (the head, GCS, raylet, workers) started from this test process, directly or not."""
+
+    parents = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open("/proc/{}/stat".format(entry)) as stat:
+                parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    found = []
+    for pid in parents:
+        ancestor, seen = parents.get(pid), 0
+        while ancestor and ancestor != os.getpid() and seen < 64:
+            ancestor, seen = parents.get(ancestor), seen + 1
+        if ancestor == os.getpid():
+            try:
+                with open("/proc/{}/cmdline".format(pid), "rb") as cmdline:
+                    if b"ray" in cmdline.read():
+                        found.append(pid)
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_ray_left():
+    """After each test: nothing it started of Ray is left running."""
+    yield
+    deadline = time.time() + 10
+    while ray_processes_of_this_test() and time.time() < deadline:
+        time.sleep(0.5)
+    assert not ray_processes_of_this_test()
+
+
+def test_ctrl_c_cancels_the_tasks_ends_their_kernels_and_resume_finishes(fixture_catalog, tmp_path):
+    argv = [sys.executable, str(catalog.REPO / "tests" / "fixture_run.py"), "run", "-f", "ok,sleeps", "--results",
+            str(tmp_path), "--on", "ray", "-t", "cnn", "-p", "smoke", "--data", "synthetic", "--set", "epochs=8",
+            "--no-equivalence", "-q"]
+    runner = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(catalog.REPO))
+    lines = []
+    for line in runner.stdout:
+        lines.append(line)
+        if "OK_CNN: OK" in line:  # the sleeping notebook starts now
+            deadline = time.time() + 60
+            while not kernels_in_ray_folders() and time.time() < deadline:
+                time.sleep(0.2)
+            assert kernels_in_ray_folders()  # its kernel, found where the check below looks
+            runner.send_signal(signal.SIGINT)
+            break
+    out = "".join(lines) + runner.communicate(timeout=120)[0]
+    assert runner.returncode == 130, out[-3000:]
+    (run_dir,) = run_dirs(tmp_path)
+    records = records_by_stem(run_dir)
+    assert records["Sleeps_CNN"]["status"] == "interrupted" and records["OK_CNN"]["status"] == "ok"
+    assert "--resume {}".format(run_dir) in out
+    assert not kernels_in_ray_folders()  # the cancelled task's kernel ended with its worker
+
+    resumed = subprocess.run(argv[:3] + ["--resume", str(run_dir), "--on", "ray", "-q"], capture_output=True, text=True,
+                             cwd=str(catalog.REPO), timeout=300)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-2000:]
+    assert "1 of its 2 notebooks to run" in resumed.stdout
+    again = records_by_stem(run_dir)
+    assert again["Sleeps_CNN"]["status"] == "ok" and again["OK_CNN"] == records["OK_CNN"]
+
+
+def kernels_in_ray_folders():
+    """The kernel processes running in a Ray task's private folder (their working directory)."""
+    found = []
+    for pid in subprocess.run(["pgrep", "-f", "ipykernel_launcher"], capture_output=True, text=True).stdout.split():
+        try:
+            if os.readlink("/proc/{}/cwd".format(pid)).startswith(os.path.join(tempfile.gettempdir(), "rosetta-ray-")):
+                found.append(pid)
+        except OSError:
+            pass  # it ended meanwhile
+    return found
+
+
+# A cluster of three nodes on this machine's loopback addresses: a head that runs nothing (it coordinates), a node
+# with two logical GPUs on which the runner's environment computes, and a CPU node.
+HEAD, GPU_NODE, CPU_NODE = "127.0.0.3", "127.0.0.4", "127.0.0.5"
+RUNNER_ENV = {"rosetta_node": 1, "rosetta_env_runner": 1000}
+
+
+@pytest.fixture
+def loopback_cluster(monkeypatch):
+    """Start the three nodes one at a time (two `ray start` at once can take the same socket name), each with its own
+    worker ports; yield {"head", "gpu", "cpu"} Nodes; stop them all."""
+    on_ray.import_ray()
+    monkeypatch.setenv(on_ray.TOKEN_VARIABLE, on_ray.token())
+    nodes = {}
+    try:
+        nodes["head"] = on_ray.start_node(HEAD, cpus=1, resources={}, options=["--min-worker-port", "21000",
+                                                                              "--max-worker-port", "21099"])
+        nodes["gpu"] = on_ray.start_node(GPU_NODE, head=nodes["head"].address, cpus=1, gpus=2, resources=dict(
+            RUNNER_ENV, rosetta_gpu_env_runner=1000), options=["--min-worker-port", "21100", "--max-worker-port", "21199"])
+        nodes["cpu"] = on_ray.start_node(CPU_NODE, head=nodes["head"].address, cpus=1, resources=RUNNER_ENV,
+                                         options=["--min-worker-port", "21200", "--max-worker-port", "21299"])
+        yield nodes
+    finally:
+        for name in ("cpu", "gpu", "head"):
+            if name in nodes:
+                nodes[name].stop()
+
+
+SLEEPS = (catalog.Framework("sleeps", "Sleeps", "Sleeps", tuple(catalog.Variant(name, "runner") for name in "ab")),
+          catalog.Framework("ok", "OK", "OK", (catalog.Variant(None, "pytorch"),)))
+
+
+def test_a_cluster_of_three_nodes_runs_cpu_notebooks_side_by_side_and_gpu_ones_on_distinct_gpus(
+        fixture_catalog, loopback_cluster, tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "FRAMEWORKS", SLEEPS)
+    on_cluster = ["--on", "ray", "--address", loopback_cluster["head"].address, "--no-setup"]
+    assert cli.main(["run", "-f", "sleeps,ok", "--device", "cpu", "--results", str(tmp_path / "cpu")] + on_cluster
+                    + RUN) == 1
+    (run_dir,) = run_dirs(tmp_path / "cpu")
+    records = records_by_stem(run_dir)
+    assert records["OK_CNN"]["status"] == "unavailable"
+    assert records["OK_CNN"]["error"] == "no node of the cluster has environment pytorch"
+    cpu_rows = [records["Sleeps_CNN-a"], records["Sleeps_CNN-b"]]
+    assert {row["placement"]["node_ip"] for row in cpu_rows} == {GPU_NODE, CPU_NODE}  # one node each, at once
+    assert all(row["status"] == "ok" and row["placement"]["concurrent"] == 1 for row in cpu_rows)
+
+    monkeypatch.setattr(catalog, "FRAMEWORKS", TWO_GPU_RUNS)
+    assert cli.main(["run", "-f", "gpus", "--results", str(tmp_path / "gpu")] + on_cluster + RUN) == 0
+    (run_dir,) = run_dirs(tmp_path / "gpu")
+    records = records_by_stem(run_dir).values()
+    assert sorted(record["visible_devices"] for record in records) == ["0", "1"]
+    assert {record["placement"]["node_ip"] for record in records} == {GPU_NODE}
+    assert all(record["placement"]["concurrent"] == 2 for record in records)
+
+
+def stop_the_node_running_a_kernel(cluster, killed):
+    """Wait until one of the cluster's worker nodes runs a notebook's kernel, then SIGTERM that node (it leaves the
+    cluster, as a preempted VM does); its name goes into `killed`."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        for name in ("gpu", "cpu"):
+            folder = str(cluster[name].folder)
+            if any(os.readlink("/proc/{}/cwd".format(pid)).startswith(folder) for pid in kernels_in_ray_folders()):
+                cluster[name].stop()
+                killed.append(name)
+                return
+        time.sleep(0.5)
+
+
+def run_with_a_node_lost(cluster, tmp_path, *options):
+    """Run the Sleeps notebooks (15 s each) on `cluster`, stopping the node that runs the first; returns the run's
+    status, its records by stem and the name of the node stopped."""
+    killed = []
+    stopper = threading.Thread(target=stop_the_node_running_a_kernel, args=(cluster, killed))
+    stopper.start()
+    status = cli.main(["run", "-f", "sleeps", "--results", str(tmp_path), "--on", "ray", "--address",
+                       cluster["head"].address, "--no-setup", "--set", "epochs=15", "-t", "cnn", "-p", "smoke",
+                       "--data", "synthetic", "--no-equivalence", "-q"] + list(options))
+    stopper.join()
+    (run_dir,) = run_dirs(tmp_path)
+    assert killed, "no kernel was seen on a worker node"
+    return status, records_by_stem(run_dir), killed[0]
+
+
+def test_a_node_lost_mid_notebook_has_it_run_again_on_another(fixture_catalog, loopback_cluster, tmp_path,
+                                                              monkeypatch):
+    monkeypatch.setattr(catalog, "FRAMEWORKS", SLEEPS[:1])
+    status, records, killed = run_with_a_node_lost(loopback_cluster, tmp_path, "--device", "cpu")
+    assert status == 0, records
+    survivor = {"gpu": CPU_NODE, "cpu": GPU_NODE}[killed]
+    reruns = [record for record in records.values() if record["placement"]["attempt"] == 2]
+    assert reruns and all(record["placement"]["node_ip"] == survivor and record["status"] == "ok" for record in reruns)
+
+
+def test_a_gpu_notebook_whose_only_gpu_node_is_lost_is_a_row_that_says_so(fixture_catalog, loopback_cluster, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setattr(catalog, "FRAMEWORKS", SLEEPS[:1])
+    status, records, killed = run_with_a_node_lost(loopback_cluster, tmp_path)  # --device auto: both on the GPUs
+    assert killed == "gpu" and status == 1
+    assert {record["status"] for record in records.values()} == {"failed"}
+    assert {record["error"] for record in records.values()} == {"node lost: no node left in the cluster can run it"}
+
+
+def test_a_node_with_another_checkout_is_refused_in_one_line(fixture_catalog, loopback_cluster, tmp_path, capsys):
+    import shutil
+
+    other = tmp_path / "other-checkout"  # the runner's code, outside any git repository: no commit
+    for folder in ("runner", "common"):
+        shutil.copytree(str(catalog.REPO / folder), str(other / folder))
+    stranger = on_ray.start_node("127.0.0.6", head=loopback_cluster["head"].address, cpus=1, resources=RUNNER_ENV,
+                                 checkout=other, options=["--min-worker-port", "21300", "--max-worker-port", "21399"])
+    try:
+        status = cli.main(["run", "-f", "ok", "--results", str(tmp_path / "results"), "--on", "ray", "--address",
+                           loopback_cluster["head"].address, "--no-setup"] + RUN)
+    finally:
+        stranger.stop()
+    assert status == 1
+    error = capsys.readouterr().err
+    assert "node 127.0.0.6 has commit none where this checkout has " in error and error.count("\n") == 1
