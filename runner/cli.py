@@ -17,7 +17,7 @@ from common import hyperparams, results, tasks, variants
 from runner import catalog, run_folder
 from runner.run import batch, environments, setup_commands
 
-COMMANDS = ("run", "setup", "test", "report", "rosetta", "list", "lock")
+COMMANDS = ("run", "setup", "test", "report", "rosetta", "list", "lock", "node")
 
 DATA_SOURCES = ("auto", "real", "synthetic")  # common.datasets.SOURCES, which needs numpy: this runs before it exists
 
@@ -67,7 +67,7 @@ def build_parser():
     parser = _Parser(
         prog="run_all.py",
         description="Run the DL Rosetta Stone notebooks on their framework kernels and build the results table.",
-        epilog="Commands: run (default), setup, test, report, rosetta, list. `run_all.py COMMAND -h` explains each.",
+        epilog="Commands: run (default), setup, test, report, rosetta, list, lock, node. `run_all.py COMMAND -h` explains each.",
     )
     sub = parser.add_subparsers(dest="command")
 
@@ -124,6 +124,17 @@ def build_parser():
                        "that interpreter lacks (ipykernel, keras, ...)")
     setup.add_argument("--wheels", type=Path, help="install from this folder of wheels, without a package index "
                        "(also $ROSETTA_WHEELS)")
+
+    node = sub.add_parser("node", help="start a Ray node of this machine for `run --on ray --address`: a cluster's "
+                          "head, or a node joining one; it advertises the environments built here (docs/cluster.md)")
+    node.add_argument("--address", metavar="HOST:PORT", help="join the cluster whose head is there (its token in "
+                      "$ROSETTA_RAY_TOKEN); without it, start a head")
+    node.add_argument("--ip", default=None, help="this node's address, the one the other nodes reach it at "
+                      "(default 127.0.0.2: this machine only)")
+    node.add_argument("--port", type=int, default=6379, help="a head's port (default 6379)")
+    node.add_argument("--num-gpus", type=int, default=None, help="GPUs to declare (default: those nvidia-smi finds)")
+    node.add_argument("--setup", action="store_true", help="first build the environments this machine lacks, so that "
+                      "the node advertises them (Ray fixes a node's resources when it starts)")
 
     test = sub.add_parser("test", help="build the environments, then run ruff and pytest (arguments go to pytest)")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER)
@@ -334,6 +345,7 @@ def main(argv=None):
         os.execv(python, [python, str(catalog.REPO / "run_all.py")] + list(argv))
     environments.use_project_kernels()
     from runner.report import commands as report_commands
+    from runner.run import on_ray
 
     return {"run": batch.run, "test": setup_commands.test, "report": report_commands.report,
-            "rosetta": report_commands.rosetta}[args.command](args)
+            "rosetta": report_commands.rosetta, "node": on_ray.node_command}[args.command](args)

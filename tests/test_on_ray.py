@@ -12,6 +12,7 @@ import threading
 import time
 
 import pytest
+from conftest import require_environment
 from test_runner import run_dirs
 
 from runner import catalog, cli
@@ -328,3 +329,38 @@ def test_a_node_with_another_checkout_is_refused_in_one_line(fixture_catalog, lo
     assert status == 1
     error = capsys.readouterr().err
     assert "node 127.0.0.6 has commit none where this checkout has " in error and error.count("\n") == 1
+
+
+def test_the_node_command_starts_a_head_that_a_run_joins_and_stops_on_sigterm(fixture_catalog, tmp_path, monkeypatch):
+    on_ray.import_ray()
+    monkeypatch.setenv(on_ray.TOKEN_VARIABLE, on_ray.token())
+    port = on_ray.free_port("127.0.0.7")
+    node = subprocess.Popen([sys.executable, str(catalog.REPO / "run_all.py"), "node", "--ip", "127.0.0.7", "--port",
+                             str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=str(catalog.REPO))
+    try:
+        first = node.stdout.readline()
+        assert "node 127.0.0.7 is the head of a cluster at 127.0.0.7:{}".format(port) in first, first
+        assert "runner" in first.split("environments: ")[1]  # it advertises the environments built here
+        assert cli.main(["run", "-f", "ok", "--results", str(tmp_path), "--on", "ray", "--address",
+                         "127.0.0.7:{}".format(port)] + RUN) == 0
+        (run_dir,) = run_dirs(tmp_path)
+        assert records_by_stem(run_dir)["OK_CNN"]["placement"]["node_ip"] == "127.0.0.7"
+    finally:
+        node.send_signal(signal.SIGTERM)
+        out = node.communicate(timeout=60)[0]
+    assert node.returncode == 0 and "node 127.0.0.7 stopped" in out, out
+
+
+def test_a_smoke_run_of_pytorch_and_tensorflow_through_ray(tmp_path):
+    for name in ("pytorch", "tensorflow"):
+        require_environment(catalog.ENVIRONMENTS[name])
+    assert cli.main(["run", "-f", "pytorch,tensorflow", "-t", "cnn,inference", "-p", "smoke", "--data", "synthetic",
+                     "--no-equivalence", "-q", "--results", str(tmp_path), "--on", "ray", "--no-setup"]) == 0
+    (run_dir,) = run_dirs(tmp_path)
+    records = records_by_stem(run_dir)
+    assert sorted(records) == ["PyTorch_CNN", "PyTorch_Inference", "TensorFlow_CNN", "TensorFlow_Inference"]
+    for record in records.values():
+        assert record["status"] == "ok" and record["placement"]["node_ip"] == on_ray.LOCAL_ADDRESS
+        assert record["environment"]["threads"] == record["placement"]["threads"]  # the node's cores reached the notebook
+    assert "| PyTorch |" in (run_dir / "results.md").read_text()

@@ -12,6 +12,7 @@ Ray retries a task once when its worker or node is lost (the attempt number says
 row, as in a sequential run, and is never retried. Ctrl-C cancels every task, which ends their kernels.
 """
 
+import argparse
 import hashlib
 import json
 import os
@@ -135,18 +136,18 @@ def free_port(address=LOCAL_ADDRESS):
         return probe.getsockname()[1]
 
 
-def start_node(ip, head=None, gpus=0, cpus=None, resources=None, options=(), checkout=None, timeout=120):
-    """Start a Ray node on this machine at address `ip`: the head of a new cluster (`head` None) or one joining the
-    cluster at `head` (HOST:PORT); it declares `gpus` GPUs, `cpus` CPUs (default: its usable cores) and `resources`
-    (default: node_resources()), with token authentication, its tasks running from `checkout` (default this one).
-    Returns the
-    Node once Ray says it runs; RayError with the node's last line where it does not."""
+def start_node(ip, head=None, gpus=0, cpus=None, resources=None, options=(), checkout=None, port=None, timeout=120):
+    """Start a Ray node on this machine at address `ip`: the head of a new cluster (`head` None; it listens on
+    `port`, default a free one) or one joining the cluster at `head` (HOST:PORT). It declares `gpus` GPUs, `cpus`
+    CPUs (default: its usable cores) and `resources` (default: node_resources()), with token authentication, its
+    tasks running from `checkout` (default this one). Returns the Node once Ray says it runs; RayError with the
+    node's last line where it does not."""
     folder = Path(tempfile.mkdtemp(prefix="rosetta-ray-"))
     command = [str(Path(sys.executable).parent / "ray"), "start", "--block", "--node-ip-address", ip,
                "--num-cpus", str(cpus or usable_cores()), "--num-gpus", str(gpus),
                "--resources", json.dumps(node_resources() if resources is None else resources),
                "--dashboard-agent-listen-port=0", "--disable-usage-stats"] + list(options)
-    address = head or "{}:{}".format(ip, free_port(ip))
+    address = head or "{}:{}".format(ip, port or free_port(ip))
     if head is None:
         command += ["--head", "--port", address.rsplit(":", 1)[1], "--include-dashboard=false",
                     "--temp-dir", str(folder / "ray")]
@@ -501,6 +502,65 @@ def parameters_without_record(job, profile, parameters):
     params.pop("result_path")
     return params
 
+
+
+
+def _interrupt(number, frame):
+    raise KeyboardInterrupt
+
+
+def port_free(address, port):
+    """True where TCP `port` of `address` can be bound now."""
+    with socket.socket() as probe:
+        try:
+            probe.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+def node_command(args, say=print):
+    """`run_all.py node`: start this machine's Ray node (a head, or one joining --address) with the resources of the
+    environments built here (after building the missing ones with --setup), and keep it until Ctrl-C or SIGTERM."""
+    from runner.run import compatibility, setup_commands
+
+    if args.address is not None and not os.environ.get(TOKEN_VARIABLE):
+        print("run_all.py: error: node --address {}: set {} to the cluster's token (the head printed it)".format(
+            args.address, TOKEN_VARIABLE), file=sys.stderr)
+        return 2
+    if args.setup:
+        setup_args = argparse.Namespace(envs=[], gpu=False, cpu=False, python=None, install_missing=False, wheels=None)
+        if setup_commands.setup(setup_args) != 0:
+            print("run_all.py: error: node --setup: some environments could not be built; the node advertises those "
+                  "that are", file=sys.stderr)
+    gpus = args.num_gpus if args.num_gpus is not None else len(compatibility.detect().gpus)
+    ip = args.ip or LOCAL_ADDRESS
+    try:
+        import_ray(say)
+        head = None if args.address is None else args.address
+        if head is None and not port_free(ip, args.port):
+            raise RayError("node: port {} of {} is taken (--port)".format(args.port, ip))
+        node = start_node(ip, head=head, gpus=gpus, port=args.port)
+    except RayError as error:
+        print("run_all.py: error: {}".format(error), file=sys.stderr)
+        return 1
+    advertised = sorted(key[len(ENV_RESOURCE.format("")):] for key in node_resources() if key.startswith(
+        ENV_RESOURCE.format("")))
+    say("[ray] node {} {} ({} GPU{}; environments: {}); Ctrl-C stops it".format(
+        ip, "joined the cluster at " + head if head else "is the head of a cluster at " + node.address, gpus,
+        "" if gpus == 1 else "s", ", ".join(advertised) or "none"))
+    if head is None and not os.environ.get(TOKEN_VARIABLE):
+        say("[ray] its token, for the other nodes and the run: export {}={}".format(TOKEN_VARIABLE, token()))
+    signal.signal(signal.SIGTERM, _interrupt)  # stopped as by Ctrl-C: the node leaves the cluster, its folder goes
+    try:
+        node.process.wait()
+        say("[ray] the node stopped by itself (exit {}); its log: {}".format(node.process.returncode,
+                                                                             node.folder / "node.log"))
+        return 1
+    except KeyboardInterrupt:
+        node.stop()
+        say("[ray] node {} stopped".format(ip))
+        return 0
 
 
 if __name__ == "__main__":  # `python -m runner.run.on_ray`: the resources `ray start --resources` gives this machine
