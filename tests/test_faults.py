@@ -26,24 +26,16 @@ FAULTS = {
     "hang": "stopped at --timeout, a `timeout` row; the other rows intact; exit 1",
     "ctrl_c": "the running notebook's row says `interrupted`, its kernel is stopped, the table of what finished is "
               "written; exit 130; `run --resume` finishes the run",
+    "sigterm": "SIGTERM to the runner alone (a scheduler's end of a job's time): the same, the row says "
+               "`interrupted (SIGTERM)`; exit 143",
+    "sighup": "SIGHUP (a closed ssh session): the same, `interrupted (SIGHUP)`; exit 129; a run under `nohup` goes on",
     "killed_build": "a half-built environment is seen as missing and rebuilt by the next setup",
     "bad_value": "a one-line error naming the parameter, its value and what is allowed; exit 2; nothing started",
     "truncated_record": "`report` names the file on stderr and in the table, reports the rest; exit 1",
     "runs_at_once": "runs started in the same second get folders of their own (-2, -3, ...)",
     "setups_at_once": "a second setup of the same environment waits for the first and builds nothing",
 }
-FIXTURE_RUN = """
-import signal
-import sys
-# Ctrl-C raises KeyboardInterrupt as in a terminal, also where these tests run as a background job, which
-# starts with SIGINT ignored (and Python then keeps ignoring it)
-signal.signal(signal.SIGINT, signal.default_int_handler)
-sys.path.insert(0, "tests")
-from runner import catalog, cli
-from conftest import FIXTURE_FRAMEWORKS, FIXTURES
-catalog.NOTEBOOKS, catalog.FRAMEWORKS = FIXTURES, FIXTURE_FRAMEWORKS
-sys.exit(cli.main(sys.argv[1:]))
-"""
+FIXTURE_RUN = str(catalog.REPO / "tests" / "fixture_run.py")  # run_all.py on the fixture notebooks
 BUILD = """
 import sys
 from pathlib import Path
@@ -69,8 +61,10 @@ def runner_environment():
 
 
 def start(code, *args, **options):
-    """A Python process running `code` with `args`, in the repository, its output captured."""
-    return subprocess.Popen([sys.executable, "-c", code] + [str(a) for a in args], cwd=str(catalog.REPO),
+    """A Python process running `code` (or the script of that path) with `args`, in the repository, its output
+    captured."""
+    program = [code] if code.endswith(".py") else ["-c", code]
+    return subprocess.Popen([sys.executable] + program + [str(a) for a in args], cwd=str(catalog.REPO),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **options)
 
 
@@ -151,6 +145,48 @@ def test_ctrl_c(tmp_path):
     out = resumed.communicate(timeout=300)[0]
     assert resumed.returncode == 1 and "2 of its 3 notebooks to run" in out, out
     assert statuses(run_dir) == {"OK": "ok", "Hangs": "timeout", "Raises": "failed"}
+
+
+def stopped_by(signal_number, tmp_path):
+    """A fixture run sent `signal_number` (the runner's process alone) while a notebook hangs: check its rows, exit
+    status and kernel, then that --resume finishes it."""
+    results = tmp_path / "results"
+    process = start(FIXTURE_RUN, "-f", "ok,hangs", "-t", "cnn", "-p", "smoke", "--data", "synthetic", "--results",
+                    results, "-q")
+    wait_for(lambda: any(results.glob("*/hanging")), "the hanging cell to run")
+    (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
+    process.send_signal(signal_number)
+    out = process.communicate(timeout=120)[0]
+    name = signal.Signals(signal_number).name
+    assert process.returncode == 128 + signal_number, out
+    assert "Interrupted ({})".format(name) in out and "--resume {}".format(run_dir) in out
+    assert statuses(run_dir) == {"OK": "ok", "Hangs": "interrupted"}
+    assert "| interrupted ({}) after".format(name) in (run_dir / "results.md").read_text()
+    wait_for(lambda: not kernels_in(run_dir), "the kernel to stop", timeout=30)
+    stored = json.loads((run_dir / run_folder.RUN_FILE).read_text())
+    stored["timeout"] = 5
+    (run_dir / run_folder.RUN_FILE).write_text(json.dumps(stored))
+    resumed = start(FIXTURE_RUN, "run", "--resume", run_dir, "-q")
+    out = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 1 and "1 of its 2 notebooks to run" in out, out
+    assert statuses(run_dir) == {"OK": "ok", "Hangs": "timeout"}
+
+
+def test_sigterm(tmp_path):
+    stopped_by(signal.SIGTERM, tmp_path)
+
+
+def test_sighup(tmp_path):
+    stopped_by(signal.SIGHUP, tmp_path)
+    # under nohup (SIGHUP ignored from the start) the same signal changes nothing
+    results = tmp_path / "nohup"
+    process = start(FIXTURE_RUN, "-f", "ok,hangs", "-t", "cnn", "-p", "smoke", "--data", "synthetic", "--results",
+                    results, "-q", "--timeout", "8", preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    wait_for(lambda: any(results.glob("*/hanging")), "the hanging cell to run")
+    process.send_signal(signal.SIGHUP)
+    out = process.communicate(timeout=120)[0]
+    (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
+    assert process.returncode == 1 and statuses(run_dir) == {"OK": "ok", "Hangs": "timeout"}, out
 
 
 def test_killed_build(tmp_path):

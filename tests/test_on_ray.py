@@ -168,7 +168,7 @@ def no_ray_left():
     assert not ray_processes_of_this_test()
 
 
-def test_ctrl_c_cancels_the_tasks_ends_their_kernels_and_resume_finishes(fixture_catalog, tmp_path):
+def test_sigterm_cancels_the_tasks_ends_their_kernels_and_resume_finishes(fixture_catalog, tmp_path):
     argv = [sys.executable, str(catalog.REPO / "tests" / "fixture_run.py"), "run", "-f", "ok,sleeps", "--results",
             str(tmp_path), "--on", "ray", "-t", "cnn", "-p", "smoke", "--data", "synthetic", "--set", "epochs=8",
             "--no-equivalence", "-q"]
@@ -181,13 +181,14 @@ def test_ctrl_c_cancels_the_tasks_ends_their_kernels_and_resume_finishes(fixture
             while not kernels_in_ray_folders() and time.time() < deadline:
                 time.sleep(0.2)
             assert kernels_in_ray_folders()  # its kernel, found where the check below looks
-            runner.send_signal(signal.SIGINT)
+            runner.send_signal(signal.SIGTERM)  # what a scheduler sends at the end of a job's time (Ctrl-C: the same)
             break
     out = "".join(lines) + runner.communicate(timeout=120)[0]
-    assert runner.returncode == 130, out[-3000:]
+    assert runner.returncode == 143, out[-3000:]
     (run_dir,) = run_dirs(tmp_path)
     records = records_by_stem(run_dir)
     assert records["Sleeps_CNN"]["status"] == "interrupted" and records["OK_CNN"]["status"] == "ok"
+    assert records["Sleeps_CNN"]["error"].startswith("interrupted (SIGTERM) after ")
     assert "--resume {}".format(run_dir) in out
     assert not kernels_in_ray_folders()  # the cancelled task's kernel ended with its worker
 

@@ -6,8 +6,11 @@ the report read them all (runner/report/). Importing it needs the standard libra
 arguments before the runner's environment exists); papermill and the rest are imported where they are used.
 """
 
+import contextlib
 import dataclasses
 import datetime
+import os
+import signal
 import sys
 import time
 
@@ -17,6 +20,8 @@ from runner.run import compatibility, environments, setup_commands
 from runner.run.on_ray import RayError
 
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
+# The signals that stop a run as Ctrl-C does: what its rows call each, and the exit status (128 + the signal's number)
+STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 USAGE_ERROR = 2  # a run refused before it starts (the command line's status for bad input)
 # The options a run is started with: stored in run_folder.RUN_FILE, taken from there by --resume, refused beside it.
 RUN_PARAMETERS = ("frameworks", "tasks", "profile", "data", "device", "threads", "seed", "overrides", "timeout",
@@ -131,7 +136,7 @@ def fetch_data(task_keys, source, say=print):
     return sources
 
 
-def run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machine):
+def run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machine, stop_name):
     """Run `jobs` as Ray tasks (runner/run/on_ray.py): on a cluster started on this machine, or on the one at
     --address; the jobs whose environment the setup here could not build are rows that say why, as in a sequential
     run (on a cluster, only where no node has that environment)."""
@@ -154,12 +159,43 @@ def run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machi
 
     with on_ray.Cluster(args.address, gpus=on_ray.local_gpus(machine, args.device), wheels=args.wheels) as cluster:
         on_ray.run_jobs(cluster, runnable, run_dir, args.profile, parameters_of, args.timeout, args.device,
-                        None if args.threads_default else args.threads)
+                        None if args.threads_default else args.threads, stop_name=stop_name)
+
+
+@contextlib.contextmanager
+def stopped_by_signals():
+    """While a run runs, SIGTERM and SIGHUP end it as Ctrl-C does, raising KeyboardInterrupt (a scheduler's end of
+    a job's time, a closed ssh session); a second one while the first is being handled ends the process at once,
+    leaving the records on disk as they are. A signal the process ignores (`nohup`'s SIGHUP) stays ignored. Yields
+    the signals received, the first one the run's."""
+    stopping = []
+
+    def stop(signal_number, frame):
+        if stopping:
+            os._exit(128 + signal_number)
+        stopping.append(signal_number)
+        raise KeyboardInterrupt
+
+    # a signal this process was started ignoring stays ignored: `nohup` ignores SIGHUP so that a run outlives its session
+    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS if signal.getsignal(number) != signal.SIG_IGN}
+    try:
+        yield stopping
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def run(args):
     """Set up missing environments, run every selected notebook, write the report; exit 1 if any notebook failed,
-    130 when interrupted (the running notebook's row says so; --resume finishes the run)."""
+    130 when interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (the running notebook's row says so; --resume
+    finishes the run)."""
+    with stopped_by_signals() as stopping:
+        return _run(args, lambda: stopping[0] if stopping else signal.SIGINT)
+
+
+def _run(args, stopped_by):
+    """run(), `stopped_by()` saying which signal stopped it (SIGINT where it was a KeyboardInterrupt of another kind:
+    Ray re-raises its own)."""
     from runner.report import rosetta_pages as rosetta_view
     from runner.report import run_report
     from runner.run import execution
@@ -208,7 +244,8 @@ def run(args):
     started, interrupted, running, job_started = time.time(), False, None, None
     try:
         if getattr(args, "on", None) == "ray":
-            run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machine)
+            run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machine,
+                       lambda: STOP_SIGNALS[stopped_by()])
             jobs = []  # all ran, on Ray
         for number, job in enumerate(jobs, 1):
             prefix = "[{}/{} {}]".format(number, len(jobs), _clock(time.time() - started))
@@ -251,12 +288,12 @@ def run(args):
               file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        interrupted = True
-        print("\nInterrupted: writing the table of what finished; `python3 run_all.py run --resume {}` finishes "
-              "the run.".format(run_dir))
+        interrupted, name = 128 + stopped_by(), STOP_SIGNALS[stopped_by()]
+        print("\nInterrupted ({}): writing the table of what finished; `python3 run_all.py run --resume {}` finishes "
+              "the run.".format(name, run_dir))
         if running is not None:
-            record = execution.failure_record(running, args.profile, "interrupted", "interrupted (Ctrl-C) after {:.0f} "
-                                              "s".format(time.time() - job_started), notebook=running.stem + ".ipynb")
+            record = execution.failure_record(running, args.profile, "interrupted", "interrupted ({}) after {:.0f} "
+                                              "s".format(name, time.time() - job_started), notebook=running.stem + ".ipynb")
             results.write_result(str(run_folder.record_path(run_dir, running.stem)), record, "interrupted")
     text = run_report.write_report(run_dir)
     try:
@@ -268,5 +305,5 @@ def run(args):
     print("Executed notebooks, records, results.md/.csv/.json, results.png and rosetta/ are in {} ({} in all)".format(
         run_dir, _clock(time.time() - started)))
     if interrupted:
-        return INTERRUPTED
+        return interrupted
     return 0 if all(run_folder.finished(run_dir, job.stem) for job in args.jobs) else 1  # every notebook has an "ok" record

@@ -136,6 +136,16 @@ def free_port(address=LOCAL_ADDRESS):
         return probe.getsockname()[1]
 
 
+def _end_with_parent():
+    """In a node's process before it starts: have Linux SIGTERM it when the process that started it dies, so that
+    a run killed outright leaves no cluster of its own behind (prctl PR_SET_PDEATHSIG; nothing elsewhere)."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 def start_node(ip, head=None, gpus=0, cpus=None, resources=None, options=(), checkout=None, port=None, timeout=120):
     """Start a Ray node on this machine at address `ip`: the head of a new cluster (`head` None; it listens on
     `port`, default a free one) or one joining the cluster at `head` (HOST:PORT). It declares `gpus` GPUs, `cpus`
@@ -159,7 +169,8 @@ def start_node(ip, head=None, gpus=0, cpus=None, resources=None, options=(), che
     environ[CHECKOUT_VARIABLE] = str(checkout or catalog.REPO)
     log = folder / "node.log"
     with open(str(log), "w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=environ)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=environ,
+                                   preexec_fn=None if head or checkout else _end_with_parent)
     node = Node(process, address, folder)
     deadline = time.time() + timeout
     while "Ray runtime started" not in log.read_text(errors="replace"):
@@ -194,6 +205,8 @@ class Cluster:
         self.ray = ray = import_ray(self.say, self.wheels)
         # the tasks' workers import the runner from their node's checkout: start_node puts it on their PYTHONPATH
         options = dict(log_to_driver=False, logging_level="ERROR")
+        # Ray's core worker installs its own handler of SIGTERM, which aborts the process: keep the run's
+        handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
             if self.address is None:
                 self.head = start_head(self.gpus, self.say)
@@ -205,6 +218,10 @@ class Cluster:
             raise RayError("--on ray: could not {} Ray: {}".format(
                 "start" if self.address is None else "reach the cluster at " + self.address,
                 results.first_line(str(error)))) from None
+        finally:
+            for number, handler in handlers.items():
+                if handler is not None:
+                    signal.signal(number, handler)
         return self
 
     def __exit__(self, *exc):
@@ -416,10 +433,11 @@ def lost(job, profile, why, elapsed):
     return record
 
 
-def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, threads, say=print, clock=None):
+def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, threads, say=print, clock=None,
+             stop_name=lambda: "Ctrl-C"):
     """Run `jobs` as Ray tasks on `cluster`, landing each one's outputs in `run_dir` as it finishes; returns their
     records. `parameters_of(job)`: its papermill parameters, less the record's path; `threads`: None to let each
-    node use its own cores. KeyboardInterrupt cancels every task (the running ones' rows say `interrupted`)."""
+    node use its own cores. KeyboardInterrupt cancels every task (the running ones' rows say `interrupted (<stop_name()>)`)."""
     from runner.run import execution
 
     ray = cluster.ray
@@ -482,14 +500,15 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
                     len(records), len(jobs), clock(), job.stem, record["status"].upper(), record.get("duration_s") or 0,
                     where.get("node_ip", "?"), " GPU " + ",".join(map(str, where["gpu_ids"])) if where.get("gpu_ids") else "",
                     " (attempt {})".format(where["attempt"]) if where.get("attempt", 1) > 1 else "", outcome))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP (`stop_name()` says which)
         running = set(ray.get(placements.now.remote(), timeout=10))
+        why = "interrupted ({}) after {{:.0f}} s".format(stop_name())
         for reference, (job, submitted, _) in pending.items():
             ray.cancel(reference, force=True)
             if job.stem in running:
                 results.write_result(str(run_folder.record_path(run_dir, job.stem)), execution.failure_record(
-                    job, profile, "interrupted", "interrupted (Ctrl-C) after {:.0f} s".format(time.time() - submitted),
-                    notebook=job.stem + ".ipynb"), "interrupted")
+                    job, profile, "interrupted", why.format(time.time() - submitted), notebook=job.stem + ".ipynb"),
+                    "interrupted")
         raise
     return records
 
