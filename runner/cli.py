@@ -112,6 +112,8 @@ def build_parser():
                      "or on every node of the cluster at --address (docs/cluster.md)")
     run.add_argument("--address", metavar="HOST:PORT", help="with --on ray: join the running Ray cluster there "
                      "(its token in $ROSETTA_RAY_TOKEN) instead of starting one on this machine")
+    run.add_argument("--each-gpu-kind", action="store_true", help="with --on ray: run every notebook once per GPU "
+                     "kind of the cluster; a run folder per kind and their merged table, one column per kind")
 
     setup = sub.add_parser("setup", help="build the environments and kernels (all, or those named); GPU builds where "
                            "nvidia-smi finds a GPU they can use")
@@ -183,8 +185,10 @@ def parse(argv):
         args.threads_default = args.threads is None  # on Ray, each node then uses its own cores
         if args.threads is None:
             args.threads = usable_cores()
-        if args.address is not None and args.on != "ray":
-            raise UsageError("--address goes with --on ray")
+        if (args.address is not None or args.each_gpu_kind) and args.on != "ray":
+            raise UsageError("--address and --each-gpu-kind go with --on ray")
+        if args.each_gpu_kind and args.resume is not None:
+            raise UsageError("--each-gpu-kind cannot resume a run yet: run it again")
         args.overrides = dict(args.overrides)
         selected_tasks = sorted({job.task for job in args.jobs})
         for key in args.overrides:

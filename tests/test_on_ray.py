@@ -365,3 +365,35 @@ def test_a_smoke_run_of_pytorch_and_tensorflow_through_ray(tmp_path):
         assert record["status"] == "ok" and record["placement"]["node_ip"] == on_ray.LOCAL_ADDRESS
         assert record["environment"]["threads"] == record["placement"]["threads"]  # the node's cores reached the notebook
     assert "| PyTorch |" in (run_dir / "results.md").read_text()
+
+
+def test_each_gpu_kind_runs_every_notebook_once_per_kind_and_merges_the_tables(fixture_catalog, tmp_path,
+                                                                               monkeypatch):
+    on_ray.import_ray()
+    monkeypatch.setenv(on_ray.TOKEN_VARIABLE, on_ray.token())
+    monkeypatch.setattr(catalog, "FRAMEWORKS", TWO_GPU_RUNS)
+
+    def of_kind(kind):  # one logical GPU of that kind, on which the runner's environment computes
+        return dict(RUNNER_ENV, rosetta_gpu_env_runner=1000, **{on_ray.KIND_RESOURCE.format(kind): 1,
+                                                                on_ray.KIND_NODE_RESOURCE.format(kind): 1000})
+
+    nodes = [on_ray.start_node(HEAD, cpus=1, resources={}, options=["--min-worker-port", "21000", "--max-worker-port",
+                                                                    "21099"])]
+    try:
+        for ip, kind, ports in ((GPU_NODE, "fake_p100", "211"), (CPU_NODE, "fake_v100", "212")):
+            nodes.append(on_ray.start_node(ip, head=nodes[0].address, cpus=1, gpus=1, resources=of_kind(kind), options=[
+                "--min-worker-port", ports + "00", "--max-worker-port", ports + "99"]))
+        assert cli.main(["run", "-f", "gpus", "--results", str(tmp_path), "--on", "ray", "--address", nodes[0].address,
+                         "--each-gpu-kind", "--no-setup"] + RUN) == 0
+    finally:
+        for node in reversed(nodes):
+            node.stop()
+    (run_dir,) = run_dirs(tmp_path)
+    for kind, ip in (("fake_p100", GPU_NODE), ("fake_v100", CPU_NODE)):
+        records = records_by_stem(run_dir / kind)
+        assert sorted(records) == ["Gpus_CNN-a", "Gpus_CNN-b"]
+        assert {(r["status"], r["placement"]["node_ip"], r["visible_devices"]) for r in records.values()} == {("ok", ip, "0")}
+        assert (run_dir / kind / "results.md").exists()
+    merged = (run_dir / "merged.md").read_text()
+    assert "(fake_p100)" in merged and "(fake_v100)" in merged  # one column per GPU kind
+    assert cli.main(["run", "--each-gpu-kind", "-f", "gpus"]) == 2  # it goes with --on ray

@@ -136,10 +136,11 @@ def fetch_data(task_keys, source, say=print):
     return sources
 
 
-def run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machine, stop_name):
+def run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machine, stop_name, kind_runs):
     """Run `jobs` as Ray tasks (runner/run/on_ray.py): on a cluster started on this machine, or on the one at
     --address; the jobs whose environment the setup here could not build are rows that say why, as in a sequential
-    run (on a cluster, only where no node has that environment)."""
+    run (on a cluster, only where no node has that environment). With --each-gpu-kind every job runs once per GPU
+    kind of the cluster, into a run folder of that kind's inside `run_dir` (appended to `kind_runs`)."""
     from runner.run import execution, on_ray
 
     local = args.address is None
@@ -158,8 +159,20 @@ def run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machi
                                                                         overrides=overrides))
 
     with on_ray.Cluster(args.address, gpus=on_ray.local_gpus(machine, args.device), wheels=args.wheels) as cluster:
+        kinds = None
+        if args.each_gpu_kind:
+            found = on_ray.gpu_kinds(cluster.nodes())
+            if not found:
+                raise RayError("--each-gpu-kind: no node of the cluster declares a GPU (`run_all.py node` declares "
+                               "those nvidia-smi finds)")
+            kinds = {kind: run_dir / kind for kind in found}
+            for folder in kinds.values():
+                folder.mkdir(exist_ok=True)
+                write_run_file(args, folder)
+                kind_runs.append(folder)
+            print("[ray] every notebook once per GPU kind: {}".format(", ".join(found)))
         on_ray.run_jobs(cluster, runnable, run_dir, args.profile, parameters_of, args.timeout, args.device,
-                        None if args.threads_default else args.threads, stop_name=stop_name)
+                        None if args.threads_default else args.threads, stop_name=stop_name, kinds=kinds)
 
 
 @contextlib.contextmanager
@@ -183,6 +196,25 @@ def stopped_by_signals():
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def kind_report(run_dir, kind_runs, jobs, interrupted, started):
+    """The report of a run --each-gpu-kind: each kind's folder its own report, and merged.md/.html in `run_dir`, one
+    column per GPU kind; the exit status of the run."""
+    from runner.report import html_pages, run_report
+
+    for folder in kind_runs:
+        run_report.write_report(folder)
+    text = html_pages.merged_markdown(kind_runs)
+    (run_dir / "merged.md").write_text(text)
+    (run_dir / "merged.html").write_text(html_pages.merged_page(kind_runs))
+    print()
+    print(text)
+    print("One run folder per GPU kind in {} ({}), their merged table in merged.md and merged.html ({} in all)".format(
+        run_dir, ", ".join(folder.name for folder in kind_runs), _clock(time.time() - started)))
+    if interrupted:
+        return interrupted
+    return 0 if all(run_folder.finished(folder, job.stem) for folder in kind_runs for job in jobs) else 1
 
 
 def run(args):
@@ -241,11 +273,11 @@ def _run(args, stopped_by):
         print("Resuming {}: {} of its {} notebooks to run (missing, failed or interrupted), profile {}, data {}".format(
             run_dir, len(jobs), len(args.jobs), args.profile, args.data))
     parameters = {"device": args.device, "threads": args.threads, "seed": args.seed}
-    started, interrupted, running, job_started = time.time(), False, None, None
+    started, interrupted, running, job_started, kind_runs = time.time(), False, None, None, []
     try:
         if getattr(args, "on", None) == "ray":
             run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machine,
-                       lambda: STOP_SIGNALS[stopped_by()])
+                       lambda: STOP_SIGNALS[stopped_by()], kind_runs)
             jobs = []  # all ran, on Ray
         for number, job in enumerate(jobs, 1):
             prefix = "[{}/{} {}]".format(number, len(jobs), _clock(time.time() - started))
@@ -295,6 +327,8 @@ def _run(args, stopped_by):
             record = execution.failure_record(running, args.profile, "interrupted", "interrupted ({}) after {:.0f} "
                                               "s".format(name, time.time() - job_started), notebook=running.stem + ".ipynb")
             results.write_result(str(run_folder.record_path(run_dir, running.stem)), record, "interrupted")
+    if kind_runs:  # --each-gpu-kind: a run folder per GPU kind, and their merged table
+        return kind_report(run_dir, kind_runs, args.jobs, interrupted, started)
     text = run_report.write_report(run_dir)
     try:
         rosetta_view.write_pages(run_dir / "rosetta")

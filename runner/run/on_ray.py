@@ -16,6 +16,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -35,6 +36,8 @@ TOKEN_VARIABLE = "ROSETTA_RAY_TOKEN"  # the cluster's token (Ray's token authent
 NODE_SLOT = "rosetta_node"  # one per node: a CPU notebook takes its node whole
 ENV_RESOURCE = "rosetta_env_{}"  # the node has this environment built
 GPU_ENV_RESOURCE = "rosetta_gpu_env_{}"  # ... and it computes on the node's GPUs
+KIND_RESOURCE = "rosetta_gpu_kind_{}"  # the node's GPUs of this kind (kind_name), as many as it has
+KIND_NODE_RESOURCE = "rosetta_kind_node_{}"  # the node has GPUs of this kind: where a CPU notebook of that kind runs
 UNITS = 1000  # how much of an environment resource a node advertises: more notebooks than it could hold at once
 LOCAL_ADDRESS = "127.0.0.2"  # the cluster `--on ray` starts on this machine: loopback (Ray takes 127.0.0.1 for the host)
 RETRIES = 1  # a task whose worker or node was lost runs once more
@@ -88,10 +91,13 @@ def gpu_ok(env):
     return bool(((environments.read_stamp(env) or {}).get("probe") or {}).get("gpu_ok"))
 
 
-def node_resources():
+def node_resources(gpu_names=()):
     """The custom resources this machine advertises as a Ray node: its notebook slot, each environment built here,
-    and each that computes on its GPUs."""
+    each that computes on its GPUs, and its GPUs by kind (`gpu_names`: the names nvidia-smi gives them)."""
     found = {NODE_SLOT: 1}
+    for name in gpu_names:
+        found[KIND_RESOURCE.format(kind_name(name))] = found.get(KIND_RESOURCE.format(kind_name(name)), 0) + 1
+        found[KIND_NODE_RESOURCE.format(kind_name(name))] = UNITS
     for env in catalog.ENVIRONMENTS.values():
         if environments.is_ready(env):
             found[ENV_RESOURCE.format(env.name)] = UNITS
@@ -103,6 +109,14 @@ def node_resources():
 def local_gpus(machine, device):
     """How many GPUs the cluster started on this machine declares: those nvidia-smi found, none with --device cpu."""
     return 0 if device == "cpu" else len(machine.gpus)
+
+
+def local_gpu_names(count):
+    """The names of this machine's first `count` GPUs (nvidia-smi), [] without any."""
+    if not count:
+        return []
+    from runner.run import compatibility
+    return [gpu.get("name") or "unknown GPU" for gpu in compatibility.detect().gpus[:count]]
 
 
 def usable_cores():
@@ -155,7 +169,7 @@ def start_node(ip, head=None, gpus=0, cpus=None, resources=None, options=(), che
     folder = Path(tempfile.mkdtemp(prefix="rosetta-ray-"))
     command = [str(Path(sys.executable).parent / "ray"), "start", "--block", "--node-ip-address", ip,
                "--num-cpus", str(cpus or usable_cores()), "--num-gpus", str(gpus),
-               "--resources", json.dumps(node_resources() if resources is None else resources),
+               "--resources", json.dumps(node_resources(local_gpu_names(gpus)) if resources is None else resources),
                "--dashboard-agent-listen-port=0", "--disable-usage-stats"] + list(options)
     address = head or "{}:{}".format(ip, port or free_port(ip))
     if head is None:
@@ -243,21 +257,37 @@ class Cluster:
                                                     "" if total("GPU") == 1 else "s", total("CPU"))
 
 
-def demand(job, nodes, device, devices=1):
+def demand(job, nodes, device, devices=1, kind=None):
     """The Ray resources `job` asks for, or (None, why) where no node of the cluster can run it: a GPU notebook asks
-    for `devices` GPUs on a node whose copy of its environment computes on GPUs, any other its node's slot."""
+    for `devices` GPUs on a node whose copy of its environment computes on GPUs, any other its node's slot; with a
+    GPU `kind`, on a node of that kind (a CPU notebook too: the row of that kind's machine)."""
     name = job.variant.env
     gpu_key, env_key = GPU_ENV_RESOURCE.format(name), ENV_RESOURCE.format(name)
+    gpus = {KIND_RESOURCE.format(kind): devices} if kind else {}
+    pinned = {KIND_NODE_RESOURCE.format(kind): 1} if kind else {}
+    where = "of GPU kind {} ".format(kind) if kind else "of the cluster "
     if device != "cpu":
-        for node in nodes:
-            if node["Resources"].get(gpu_key) and node["Resources"].get("GPU", 0) >= devices:
-                return {"num_gpus": devices, "num_cpus": 0, "resources": {gpu_key: 1}}, None
+        wanted = {"num_gpus": devices, "num_cpus": 0, "resources": dict(gpus, **{gpu_key: 1})}
+        if any(fits(wanted, node) for node in nodes):
+            return wanted, None
     if device == "cuda":
-        return None, "no node of the cluster has {} GPU{} on which environment {} computes".format(
-            devices, "" if devices == 1 else "s", name)
-    if any(node["Resources"].get(env_key) for node in nodes):
-        return {"num_cpus": 0, "resources": {env_key: 1, NODE_SLOT: 1}}, None
-    return None, "no node of the cluster has environment {}".format(name)
+        return None, "no node {}has {} GPU{} on which environment {} computes".format(
+            where, devices, "" if devices == 1 else "s", name)
+    wanted = {"num_cpus": 0, "resources": dict(pinned, **{env_key: 1, NODE_SLOT: 1})}
+    if any(fits(wanted, node) for node in nodes):
+        return wanted, None
+    return None, "no node {}has environment {}".format(where, name)
+
+
+def gpu_kinds(nodes):
+    """The GPU kinds the cluster's nodes declare (KIND_RESOURCE), sorted: ['nvidia_a100_sxm4_80gb', ...]."""
+    prefix = KIND_RESOURCE.format("")
+    return sorted({key[len(prefix):] for node in nodes for key in node["Resources"] if key.startswith(prefix)})
+
+
+def kind_name(gpu_name):
+    """A GPU's name as a resource and folder name: 'NVIDIA H100 80GB HBM3' -> 'nvidia_h100_80gb_hbm3'."""
+    return re.sub(r"[^a-z0-9]+", "_", gpu_name.lower()).strip("_")
 
 
 def fits(resources, node):
@@ -373,11 +403,11 @@ def run_on_node(spec, placements):
     from runner.run import execution
 
     node = ray.get_runtime_context().get_node_id()
-    stem = spec["stem"]
+    stem = spec["stem"]  # the job's name in the run ('<GPU kind>/<file stem>' with --each-gpu-kind)
     attempt = ray.get(placements.start.remote(stem, node))
     gpu_ids = [int(index) for index in ray.get_gpu_ids()]
     work = Path(tempfile.mkdtemp(prefix="rosetta-ray-"))
-    output, record_path = work / (stem + ".ipynb"), work / (stem + ".result.json")
+    output, record_path = work / (spec["file_stem"] + ".ipynb"), work / (spec["file_stem"] + ".result.json")
     parameters = dict(spec["parameters"], result_path=str(record_path))
     this = next((entry for entry in ray.nodes() if entry["NodeID"] == node), {})
     if spec["threads"] is None:  # not asked for: the node's cores, shared evenly by the notebooks its GPUs take
@@ -434,10 +464,12 @@ def lost(job, profile, why, elapsed):
 
 
 def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, threads, say=print, clock=None,
-             stop_name=lambda: "Ctrl-C"):
+             stop_name=lambda: "Ctrl-C", kinds=None):
     """Run `jobs` as Ray tasks on `cluster`, landing each one's outputs in `run_dir` as it finishes; returns their
-    records. `parameters_of(job)`: its papermill parameters, less the record's path; `threads`: None to let each
-    node use its own cores. KeyboardInterrupt cancels every task (the running ones' rows say `interrupted (<stop_name()>)`)."""
+    records by (folder, stem). `parameters_of(job)`: its papermill parameters, less the record's path; `threads`:
+    None to let each node use its own cores. `kinds` ({GPU kind: its run folder}): every job once per GPU kind, on a
+    node of that kind, into that kind's folder. KeyboardInterrupt cancels every task (the running ones' rows say
+    `interrupted (<stop_name()>)`)."""
     from runner.run import execution
 
     ray = cluster.ray
@@ -451,64 +483,69 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
     task = ray.remote(on_node_function())
     nodes, pending, records, started = cluster.nodes(), {}, {}, time.time()
     clock = clock or (lambda: "{}:{:02d}".format(*divmod(int(time.time() - started), 60)))
-    for job in jobs:
+    entries = [(job, folder, kind) for kind, folder in (kinds or {None: run_dir}).items() for job in jobs]
+
+    def named(job, kind):
+        return "{}/{}".format(kind, job.stem) if kind else job.stem
+
+    def write(job, folder, record, status):
+        return results.write_result(str(run_folder.record_path(folder, job.stem)), record, status)
+
+    for job, folder, kind in entries:
         devices = int(parameters_of(job)["overrides"].get("devices", 1)) if job.task == "train" else 1
-        resources, why = demand(job, nodes, device, devices)
+        resources, why = demand(job, nodes, device, devices, kind)
         if resources is None:
-            records[job.stem] = results.write_result(str(run_folder.record_path(run_dir, job.stem)),
-                                                     execution.failure_record(job, profile, "unavailable", why),
-                                                     "unavailable")
-            say("[{}/{} {}] {}: UNAVAILABLE; {}".format(len(records), len(jobs), clock(), job.stem, why))
+            records[folder, job.stem] = write(job, folder, execution.failure_record(job, profile, "unavailable", why),
+                                              "unavailable")
+            say("[{}/{} {}] {}: UNAVAILABLE; {}".format(len(records), len(entries), clock(), named(job, kind), why))
             continue
-        spec = {"stem": job.stem, "task": job.task, "notebook": str(job.notebook.relative_to(catalog.REPO)),
-                "kernel": job.environment.kernel_name, "parameters": parameters_of(job), "timeout": timeout,
-                "threads": threads}
-        spec["parameters"]["threads"] = threads
-        reference = task.options(max_retries=RETRIES, retry_exceptions=False, **resources).remote("run_on_node", spec, placements)
-        pending[reference] = (job, time.time(), resources)
+        spec = {"stem": named(job, kind), "task": job.task, "notebook": str(job.notebook.relative_to(catalog.REPO)),
+                "kernel": job.environment.kernel_name, "parameters": dict(parameters_of(job), threads=threads),
+                "timeout": timeout, "threads": threads, "file_stem": job.stem}
+        reference = task.options(max_retries=RETRIES, retry_exceptions=False, **resources).remote(
+            "run_on_node", spec, placements)
+        pending[reference] = (job, folder, kind, time.time(), resources)
     say("[ray] {} notebook{} submitted".format(len(pending), "" if len(pending) == 1 else "s"))
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1, timeout=5)
             if not done:  # nodes may have left: a task no live node can run would wait forever
                 nodes = cluster.nodes()
-                for reference, (job, submitted, resources) in list(pending.items()):
+                for reference, (job, folder, kind, submitted, resources) in list(pending.items()):
                     if not any(fits(resources, node) for node in nodes):
                         ray.cancel(reference, force=True)
                         pending.pop(reference)
-                        records[job.stem] = results.write_result(
-                            str(run_folder.record_path(run_dir, job.stem)), lost(
-                                job, profile, "node lost: no node left in the cluster can run it",
-                                round(time.time() - submitted, 3)), "failed")
-                        say("[{}/{} {}] {}: FAILED; {}".format(len(records), len(jobs), clock(), job.stem,
-                                                              records[job.stem]["error"]))
+                        records[folder, job.stem] = write(job, folder, lost(
+                            job, profile, "node lost: no node left in the cluster can run it",
+                            round(time.time() - submitted, 3)), "failed")
+                        say("[{}/{} {}] {}: FAILED; {}".format(len(records), len(entries), clock(), named(job, kind),
+                                                              records[folder, job.stem]["error"]))
                 continue
             for reference in done:
-                job, submitted, _ = pending.pop(reference)
+                job, folder, kind, submitted, _ = pending.pop(reference)
                 try:
-                    record = land(job, run_dir, profile, ray.get(reference))
+                    record = land(job, folder, profile, ray.get(reference))
                 except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
                         ray.exceptions.OwnerDiedError, ray.exceptions.RayTaskError) as error:
                     why = "node lost" if isinstance(error, ray.exceptions.NodeDiedError) else "Ray: {}".format(
                         results.first_line(str(error)))
-                    record = results.write_result(str(run_folder.record_path(run_dir, job.stem)),
-                                                  lost(job, profile, why, round(time.time() - submitted, 3)), "failed")
-                records[job.stem] = record
+                    record = write(job, folder, lost(job, profile, why, round(time.time() - submitted, 3)), "failed")
+                records[folder, job.stem] = record
                 where = record.get("placement") or {}
                 outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]
                 say("[{}/{} {}] {}: {} after {:.0f} s on {}{}{}; {}".format(
-                    len(records), len(jobs), clock(), job.stem, record["status"].upper(), record.get("duration_s") or 0,
-                    where.get("node_ip", "?"), " GPU " + ",".join(map(str, where["gpu_ids"])) if where.get("gpu_ids") else "",
+                    len(records), len(entries), clock(), named(job, kind), record["status"].upper(),
+                    record.get("duration_s") or 0, where.get("node_ip", "?"),
+                    " GPU " + ",".join(map(str, where["gpu_ids"])) if where.get("gpu_ids") else "",
                     " (attempt {})".format(where["attempt"]) if where.get("attempt", 1) > 1 else "", outcome))
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP (`stop_name()` says which)
         running = set(ray.get(placements.now.remote(), timeout=10))
         why = "interrupted ({}) after {{:.0f}} s".format(stop_name())
-        for reference, (job, submitted, _) in pending.items():
+        for reference, (job, folder, kind, submitted, _) in pending.items():
             ray.cancel(reference, force=True)
-            if job.stem in running:
-                results.write_result(str(run_folder.record_path(run_dir, job.stem)), execution.failure_record(
-                    job, profile, "interrupted", why.format(time.time() - submitted), notebook=job.stem + ".ipynb"),
-                    "interrupted")
+            if named(job, kind) in running:
+                write(job, folder, execution.failure_record(job, profile, "interrupted", why.format(
+                    time.time() - submitted), notebook=job.stem + ".ipynb"), "interrupted")
         raise
     return records
 
@@ -583,4 +620,5 @@ def node_command(args, say=print):
 
 
 if __name__ == "__main__":  # `python -m runner.run.on_ray`: the resources `ray start --resources` gives this machine
-    print(json.dumps(node_resources()))
+    from runner.run import compatibility
+    print(json.dumps(node_resources([gpu.get("name") or "unknown GPU" for gpu in compatibility.detect().gpus])))
