@@ -126,6 +126,10 @@ def build_parser():
                        "that interpreter lacks (ipykernel, keras, ...)")
     setup.add_argument("--wheels", type=Path, help="install from this folder of wheels, without a package index "
                        "(also $ROSETTA_WHEELS)")
+    setup.add_argument("--on", choices=["ray"], help="ray: build them on every node of the Ray cluster at --address "
+                       "(one task per node, in its checkout)")
+    setup.add_argument("--address", metavar="HOST:PORT", help="with --on ray: the cluster's head (its token in "
+                       "$ROSETTA_RAY_TOKEN)")
 
     node = sub.add_parser("node", help="start a Ray node of this machine for `run --on ray --address`: a cluster's "
                           "head, or a node joining one; it advertises the environments built here (docs/cluster.md)")
@@ -229,6 +233,10 @@ def parse(argv):
                 raise UsageError("--python adopts an interpreter as it is; --gpu and --cpu choose what to build")
         elif args.install_missing:
             raise UsageError("--install-missing goes with --python")
+        if (args.on is None) != (args.address is None):
+            raise UsageError("setup --on ray needs the cluster's --address (without a cluster, plain setup builds here)")
+        if args.on is not None and args.python is not None:
+            raise UsageError("--python adopts an interpreter on this machine; leave out --on ray")
     if args.command == "report":
         for run_dir in args.run_dirs:
             if not run_dir.is_dir():
@@ -330,7 +338,7 @@ def main(argv=None):
     except UsageError as error:
         print("run_all.py: error: {}".format(error), file=sys.stderr)
         return USAGE_ERROR
-    if args.command in ("list", "setup", "lock"):  # the standard library is enough: no runner environment needed
+    if args.command in ("list", "setup", "lock") and getattr(args, "on", None) is None:  # the standard library is enough
         try:
             return {"list": lambda args: setup_commands.list_catalog(), "setup": setup_commands.setup,
                     "lock": setup_commands.lock}[args.command](args)
@@ -352,4 +360,4 @@ def main(argv=None):
     from runner.run import on_ray
 
     return {"run": batch.run, "test": setup_commands.test, "report": report_commands.report,
-            "rosetta": report_commands.rosetta, "node": on_ray.node_command}[args.command](args)
+            "rosetta": report_commands.rosetta, "node": on_ray.node_command, "setup": on_ray.setup_on_nodes}[args.command](args)

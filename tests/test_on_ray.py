@@ -397,3 +397,12 @@ def test_each_gpu_kind_runs_every_notebook_once_per_kind_and_merges_the_tables(f
     merged = (run_dir / "merged.md").read_text()
     assert "(fake_p100)" in merged and "(fake_v100)" in merged  # one column per GPU kind
     assert cli.main(["run", "--each-gpu-kind", "-f", "gpus"]) == 2  # it goes with --on ray
+
+
+def test_setup_on_ray_runs_the_setup_on_every_node(loopback_cluster, capsys):
+    assert cli.main(["setup", "runner", "--on", "ray", "--address", loopback_cluster["head"].address]) == 0
+    out = capsys.readouterr().out
+    assert "[ray] setup on 3 nodes" in out
+    for ip in (HEAD, GPU_NODE, CPU_NODE):
+        assert "[ray] {}: ok; nothing to build".format(ip) in out  # the runner's environment is there on each
+    assert cli.main(["setup", "--on", "ray"]) == 2  # a cluster's setup needs its address

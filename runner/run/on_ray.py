@@ -561,6 +561,49 @@ def parameters_without_record(job, profile, parameters):
 
 
 
+def setup_here(envs, options):
+    """On a node: `run_all.py setup ENVS OPTIONS` in its checkout; returns its exit status, the environments it built
+    and its last lines."""
+    out = subprocess.run([sys.executable, str(catalog.REPO / "run_all.py"), "setup"] + list(envs) + list(options),
+                         capture_output=True, text=True, cwd=str(catalog.REPO))
+    lines = (out.stdout + out.stderr).strip().splitlines()
+    built = sorted({line.split()[1].rstrip(":") for line in lines if line.startswith("[setup] ") and ": done in " in line})
+    return {"status": out.returncode, "built": built, "tail": lines[-3:]}
+
+
+def setup_on_nodes(args, say=print):
+    """`setup --on ray --address`: the setup on every node of the cluster, one task pinned to each, in its own
+    checkout; says what each built, and that a node offers what it built once started again (Ray fixes a node's
+    resources when it starts)."""
+    options = (["--gpu"] if args.gpu else []) + (["--cpu"] if args.cpu else []) + (
+        ["--wheels", str(args.wheels)] if args.wheels else [])
+    try:
+        with Cluster(args.address, say=say) as cluster:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            remote = cluster.ray.remote(on_node_function())
+            answers = {node["NodeManagerAddress"]: remote.options(num_cpus=0, scheduling_strategy=(
+                NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))).remote("setup_here", args.envs, options)
+                for node in cluster.nodes()}
+            say("[ray] setup on {} node{}".format(len(answers), "" if len(answers) == 1 else "s"))
+            failed, restart = [], []
+            for address, answer in sorted(answers.items()):
+                done = cluster.ray.get(answer)
+                say("[ray] {}: {}{}".format(address, "ok" if done["status"] == 0 else "FAILED (exit {})".format(
+                    done["status"]), "; built " + ", ".join(done["built"]) if done["built"] else "; nothing to build"))
+                for line in done["tail"] if done["status"] else []:
+                    say("    " + line)
+                (failed if done["status"] else []).append(address)
+                (restart if done["built"] else []).append(address)
+            if restart:
+                say("[ray] Ray fixes a node's resources when it starts: start {} again (`run_all.py node ...`) so "
+                    "that runs can use what {} built".format(", ".join(restart), "it" if len(restart) == 1 else "they"))
+            return 1 if failed else 0
+    except RayError as error:
+        print("run_all.py: error: {}".format(error), file=sys.stderr)
+        return 1
+
+
 def _interrupt(number, frame):
     raise KeyboardInterrupt
 
