@@ -123,6 +123,17 @@ def kernels_in(run_dir):
     return found
 
 
+def resumed_with_a_timeout(run_dir):
+    """`run --resume` of a fixture run, its notebooks now stopped after 5 s (the hanging one would hang again);
+    returns its exit status and output."""
+    stored = json.loads((run_dir / run_folder.RUN_FILE).read_text())
+    stored["timeout"] = 5
+    (run_dir / run_folder.RUN_FILE).write_text(json.dumps(stored))
+    resumed = start(FIXTURE_RUN, "run", "--resume", run_dir, "-q")
+    out = resumed.communicate(timeout=300)[0]
+    return resumed.returncode, out
+
+
 def test_ctrl_c(tmp_path):
     results = tmp_path / "results"
     process = start(FIXTURE_RUN, "-f", "ok,hangs,raises", "-t", "cnn", "-p", "smoke", "--data", "synthetic",
@@ -138,12 +149,8 @@ def test_ctrl_c(tmp_path):
     assert "| interrupted (Ctrl-C) after" in (run_dir / "results.md").read_text()
     wait_for(lambda: not kernels_in(run_dir), "the kernel to stop", timeout=30)
     # finishing it: what is missing or interrupted runs again (Hangs, bounded by a timeout this time, and Raises)
-    stored = json.loads((run_dir / run_folder.RUN_FILE).read_text())
-    stored["timeout"] = 5
-    (run_dir / run_folder.RUN_FILE).write_text(json.dumps(stored))
-    resumed = start(FIXTURE_RUN, "run", "--resume", run_dir, "-q")
-    out = resumed.communicate(timeout=300)[0]
-    assert resumed.returncode == 1 and "2 of its 3 notebooks to run" in out, out
+    status, out = resumed_with_a_timeout(run_dir)
+    assert status == 1 and "2 of its 3 notebooks to run" in out, out
     assert statuses(run_dir) == {"OK": "ok", "Hangs": "timeout", "Raises": "failed"}
 
 
@@ -163,12 +170,8 @@ def stopped_by(signal_number, tmp_path):
     assert statuses(run_dir) == {"OK": "ok", "Hangs": "interrupted"}
     assert "| interrupted ({}) after".format(name) in (run_dir / "results.md").read_text()
     wait_for(lambda: not kernels_in(run_dir), "the kernel to stop", timeout=30)
-    stored = json.loads((run_dir / run_folder.RUN_FILE).read_text())
-    stored["timeout"] = 5
-    (run_dir / run_folder.RUN_FILE).write_text(json.dumps(stored))
-    resumed = start(FIXTURE_RUN, "run", "--resume", run_dir, "-q")
-    out = resumed.communicate(timeout=300)[0]
-    assert resumed.returncode == 1 and "1 of its 2 notebooks to run" in out, out
+    status, out = resumed_with_a_timeout(run_dir)
+    assert status == 1 and "1 of its 2 notebooks to run" in out, out
     assert statuses(run_dir) == {"OK": "ok", "Hangs": "timeout"}
 
 
