@@ -23,6 +23,8 @@ from runner.run import batch, environments
 # fault: what it gets. One test below per entry, named test_<fault>.
 FAULTS = {
     "kernel_death": "a `failed: kernel died` row; the other rows intact; exit 1",
+    "kernel_sigkill": "a `failed: kernel killed (SIGKILL), most likely out of memory` row with the kernel's peak "
+                      "resident memory (`killed by the out-of-memory killer` where the cgroup counted it)",
     "hang": "stopped at --timeout, a `timeout` row; the other rows intact; exit 1",
     "ctrl_c": "the running notebook's row says `interrupted`, its kernel is stopped, the table of what finished is "
               "written; exit 130; `run --resume` finishes the run",
@@ -102,6 +104,63 @@ def test_kernel_death(tmp_path):
     assert status == 1, out
     assert statuses(run_dir) == {"OK": "ok", "Dies": "failed", "Raises": "failed"}
     assert "failed: kernel died" in (run_dir / "results.md").read_text()
+
+
+def test_kernel_sigkill(tmp_path):
+    status, out, run_dir = fixture_run(tmp_path, "-f", "killed,ok")
+    assert status == 1, out
+    assert statuses(run_dir) == {"Killed": "failed", "OK": "ok"}
+    error = {r["framework"]: r["error"] for r in table.load_records(run_dir)}["Killed"]
+    assert error.startswith(("kernel killed (SIGKILL), most likely out of memory, peak resident memory ",
+                             "kernel killed by the out-of-memory killer")), error
+    assert 300 <= float(error.rsplit(" ", 2)[1]) < 2000  # the 300 MB it held, seen before it was killed
+
+
+def memory_cgroup(path, limit_mb):
+    """A cgroup v1 memory group below this process's, limited to `limit_mb` MB of memory (and swap); None where this
+    machine does not let the test make one."""
+    try:
+        with open("/proc/self/cgroup") as lines:
+            mine = next(line.strip().split(":", 2)[2] for line in lines if line.split(":")[1] == "memory")
+        group = Path("/sys/fs/cgroup/memory{}".format(mine.rstrip("/"))) / path
+        group.mkdir()
+    except (OSError, StopIteration, IndexError):
+        return None
+    for name in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+        try:
+            (group / name).write_text(str(limit_mb << 20))
+        except OSError:
+            pass
+    return group
+
+
+def test_kernel_oom_killed(tmp_path):
+    group = memory_cgroup("rosetta-oom-{}".format(os.getpid()), 600)  # the runner, and a kernel that takes all it can
+    if group is None:
+        pytest.skip("this machine does not let the test make a memory cgroup (cgroup v1, writable) to fill")
+    try:
+        process = start(FIXTURE_RUN, "-f", "bloats", "-t", "cnn", "-p", "smoke", "--data", "synthetic", "--results",
+                        tmp_path, "-q", preexec_fn=lambda: (group / "cgroup.procs").write_text(str(os.getpid())))
+        out = process.communicate(timeout=300)[0]
+    finally:
+        group.rmdir()
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    error = {r["framework"]: r["error"] for r in table.load_records(run_dir)}["Bloats"]
+    assert process.returncode == 1 and error.startswith("kernel killed by the out-of-memory killer"), out[-2000:]
+
+
+def test_the_words_for_a_kernel_that_died(monkeypatch):
+    from runner.run import execution
+
+    monkeypatch.setattr(execution, "oom_kills", lambda: 3)
+    reason = execution.dead_kernel_reason
+    assert reason({"exit": -9, "peak_kb": 2048 * 1024}, 2, None) == ("kernel killed by the out-of-memory killer (its "
+                                                                     "cgroup counted an oom_kill), peak resident memory 2048 MB")
+    assert reason({"exit": -9, "peak_kb": None}, 3, None) == "kernel killed (SIGKILL), most likely out of memory"
+    assert reason({"exit": -9, "peak_kb": 10240}, None, None).endswith("most likely out of memory, peak resident memory 10 MB")
+    assert reason({"exit": -11, "peak_kb": None}, 3, None) == "kernel died: killed by SIGSEGV"
+    assert reason({"exit": 9, "peak_kb": None}, 3, None) == "kernel died (exit status 9)"
+    assert reason({}, 3, RuntimeError("Kernel died\nmore")) == "kernel died: Kernel died"  # the watcher saw no exit
 
 
 def test_hang(tmp_path):

@@ -6,11 +6,14 @@ the runner with the status and the first line of the error.
 """
 
 import logging
+import signal
 import sys
+import threading
 import time
 
 import nbformat
 import papermill
+from jupyter_client import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from common import results
@@ -46,6 +49,75 @@ def _install_log_handler():
     logger.propagate = False
 
 
+class WatchedKernelManager(AsyncKernelManager):
+    """papermill's kernel manager, which also watches its kernel process: how it ended (exit status or signal) and
+    the most memory it held (`latest`, for the row of a kernel that died; one notebook at a time per process)."""
+
+    latest = {}
+
+    async def _async_post_start_kernel(self, **kw):
+        await super()._async_post_start_kernel(**kw)
+        process = getattr(self.provisioner, "process", None)
+        WatchedKernelManager.latest = watch = {"exit": None, "peak_kb": None}
+        if process is not None:
+            threading.Thread(target=_watch, args=(process, watch), daemon=True).start()
+
+
+def _watch(process, watch, every_s=0.25):
+    """Until `process` ends, note its peak resident memory (VmHWM); then its exit status (-N: killed by signal N)."""
+    while True:
+        status = process.poll()
+        if status is not None:
+            watch["exit"] = status
+            return
+        try:
+            with open("/proc/{}/status".format(process.pid)) as lines:
+                for line in lines:
+                    if line.startswith("VmHWM:"):
+                        watch["peak_kb"] = max(watch["peak_kb"] or 0, int(line.split()[1]))
+        except (OSError, ValueError, IndexError):
+            pass
+        time.sleep(every_s)
+
+
+def oom_kills():
+    """How many processes the out-of-memory killer has ended in this process's cgroup (cgroup v2's memory.events, or
+    v1's memory.oom_control), None where neither can be read."""
+    try:
+        with open("/proc/self/cgroup") as lines:
+            groups = dict(line.strip().split(":", 2)[1:] for line in lines if line.count(":") >= 2)
+    except OSError:
+        return None
+    for controller, template in (("", "/sys/fs/cgroup{}/memory.events"),
+                                 ("memory", "/sys/fs/cgroup/memory{}/memory.oom_control")):
+        try:
+            with open(template.format(groups[controller].rstrip("/"))) as lines:
+                return next(int(line.split()[1]) for line in lines if line.startswith("oom_kill "))
+        except (KeyError, OSError, StopIteration, ValueError, IndexError):
+            continue
+    return None
+
+
+def dead_kernel_reason(watch, oom_kills_before, error):
+    """The row's words for a kernel that died: killed by the OOM killer (the cgroup counted one more), by SIGKILL
+    (most likely out of memory), by another signal, or its exit status; with its peak resident memory where known."""
+    deadline = time.monotonic() + 2
+    while watch.get("exit") is None and time.monotonic() < deadline:  # the watcher notes the exit within 0.25 s
+        time.sleep(0.05)
+    status = watch.get("exit")
+    peak = ", peak resident memory {:.0f} MB".format(watch["peak_kb"] / 1024.0) if watch.get("peak_kb") else ""
+    after = oom_kills()
+    if status == -signal.SIGKILL and oom_kills_before is not None and after is not None and after > oom_kills_before:
+        return "kernel killed by the out-of-memory killer (its cgroup counted an oom_kill){}".format(peak)
+    if status == -signal.SIGKILL:
+        return "kernel killed (SIGKILL), most likely out of memory{}".format(peak)
+    if status is not None and status < 0:
+        return "kernel died: killed by {}{}".format(signal.Signals(-status).name, peak)
+    if status is not None:
+        return "kernel died (exit status {}){}".format(status, peak)
+    return "kernel died: {}".format(results.first_line(str(error)))
+
+
 def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout, show_output=True):
     """Execute a notebook; return (status, error) where status is 'ok', 'failed' or 'timeout'.
 
@@ -55,11 +127,13 @@ def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout,
     if show_output:
         _install_log_handler()
     deadline = time.monotonic() + timeout
+    WatchedKernelManager.latest, kills_before = {}, oom_kills()
     try:
         papermill.execute_notebook(
             str(input_path), str(output_path), parameters=parameters, kernel_name=kernel_name, cwd=str(cwd),
             log_output=show_output, progress_bar=False, start_timeout=120, request_save_on_cell_execute=True,
             execution_timeout=timeout, timeout_func=lambda cell: max(1, int(deadline - time.monotonic())),
+            kernel_manager_class=WatchedKernelManager,
         )
         return "ok", None
     except papermill.PapermillExecutionError as error:
@@ -73,7 +147,7 @@ def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout,
         _note_in_notebook(output_path, "The runner stopped this notebook: it ran past its {} s limit.".format(timeout))
         return "timeout", "stopped after {} s (the notebook's time limit)".format(timeout)
     except DeadKernelError as error:
-        return "failed", "kernel died: {}".format(results.first_line(str(error)))
+        return "failed", dead_kernel_reason(WatchedKernelManager.latest, kills_before, error)
     except Exception as error:  # noqa: BLE001 - any other failure becomes this notebook's row, the run goes on
         return "failed", "{}: {}".format(type(error).__name__, results.first_line(str(error)))
 
