@@ -142,10 +142,15 @@ def write_result(path, record, status="ok"):
         if not os.path.isdir(directory):
             os.makedirs(directory)
         partial = "{}.part-{}".format(path, os.getpid())
-        with open(partial, "w") as f:
-            json.dump(record, f, indent=2, sort_keys=True, default=_to_json)
-            f.write("\n")
-        os.replace(partial, path)
+        try:
+            with open(partial, "w") as f:
+                json.dump(record, f, indent=2, sort_keys=True, default=_to_json)
+                f.write("\n")
+            os.replace(partial, path)
+        except OSError:  # no room, say: no half-written file stays beside the records
+            if os.path.exists(partial):
+                os.remove(partial)
+            raise
     return record
 
 

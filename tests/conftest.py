@@ -66,7 +66,7 @@ def pytest_xdist_make_scheduler(config, log):
 FIXTURES = catalog.REPO / "tests" / "fixtures"
 FIXTURE_FRAMEWORKS = tuple(
     catalog.Framework(key, key.capitalize(), key.capitalize() if key != "ok" else "OK", (catalog.Variant(None, "runner"),))
-    for key in ("ok", "raises", "hangs", "silent", "dies", "variants", "killed", "bloats")
+    for key in ("ok", "raises", "hangs", "silent", "dies", "variants", "killed", "bloats", "fills")
 )
 
 

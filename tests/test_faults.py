@@ -31,6 +31,8 @@ FAULTS = {
     "sigterm": "SIGTERM to the runner alone (a scheduler's end of a job's time): the same, the row says "
                "`interrupted (SIGTERM)`; exit 143",
     "sighup": "SIGHUP (a closed ssh session): the same, `interrupted (SIGHUP)`; exit 129; a run under `nohup` goes on",
+    "disk_full": "one line naming the folder, its free space and what was not written; the records written before "
+                 "stay whole; exit 1; `report` writes the table once there is room",
     "killed_build": "a half-built environment is seen as missing and rebuilt by the next setup",
     "bad_value": "a one-line error naming the parameter, its value and what is allowed; exit 2; nothing started",
     "truncated_record": "`report` names the file on stderr and in the table, reports the rest; exit 1",
@@ -249,6 +251,31 @@ def test_sighup(tmp_path):
     out = process.communicate(timeout=120)[0]
     (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
     assert process.returncode == 1 and statuses(run_dir) == {"OK": "ok", "Hangs": "timeout"}, out
+
+
+def test_disk_full(tmp_path):
+    small = tmp_path / "small"  # a 3 MB filesystem for the results, which the Fills notebook fills
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(small)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip("this machine does not let the test mount a small tmpfs: {}".format(mounted.stderr.strip()))
+    try:
+        process = start(FIXTURE_RUN, "-f", "ok,fills,raises", "-t", "cnn", "-p", "smoke", "--data", "synthetic",
+                        "--results", small, "-q")
+        out = process.communicate(timeout=300)[0]
+        (run_dir,) = [p for p in small.iterdir() if p.is_dir()]
+        assert process.returncode == 1, out
+        line = [text for text in out.splitlines() if text.startswith("run_all.py: error: no space left")]
+        assert len(line) == 1 and "to write in {}".format(run_dir) in line[0] and " MB free, " in line[0], out[-3000:]
+        assert "the record of " in line[0] and "and the run's table not written" in line[0], line[0]
+        assert statuses(run_dir)["OK"] == "ok"  # written before the disk filled
+        assert run_folder.read_records(run_dir)[1] == []  # and every record there is whole
+        assert not list(run_dir.glob("*.part-*"))  # no half-written record
+        (run_dir / "filler.bin").unlink()  # room again: the report writes the table of what is there
+        assert cli.main(["report", str(run_dir)]) == 0
+        assert "| OK |" in (run_dir / "results.md").read_text()
+    finally:
+        subprocess.run(["umount", str(small)], capture_output=True)
 
 
 def test_killed_build(tmp_path):

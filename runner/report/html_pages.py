@@ -41,7 +41,10 @@ def render_notebooks(run_dir):
     exporter = HTMLExporter(template_file=str(Path(__file__).parent / "templates" / "offline.html.j2"))
     rendered = {}
     for notebook in sorted(Path(run_dir).glob("*.ipynb")):
-        body, _ = exporter.from_filename(str(notebook))
+        try:
+            body, _ = exporter.from_filename(str(notebook))
+        except ValueError:  # not a notebook (cut short by a full disk before the runner kept them whole): no page
+            continue
         target = notebook.with_suffix(".html")
         target.write_text(body)
         rendered[notebook.name] = target.name

@@ -9,10 +9,13 @@ arguments before the runner's environment exists); papermill and the rest are im
 import contextlib
 import dataclasses
 import datetime
+import errno
 import os
+import shutil
 import signal
 import sys
 import time
+from pathlib import Path
 
 from common import hyperparams, results, tasks
 from runner import catalog, run_folder
@@ -20,6 +23,8 @@ from runner.run import compatibility, environments, setup_commands
 from runner.run.on_ray import RayError
 
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
+# The errors of a write that found no room: a full disk, a full quota, a file past the process's size limit
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 # The signals that stop a run as Ctrl-C does: what its rows call each, and the exit status (128 + the signal's number)
 STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 USAGE_ERROR = 2  # a run refused before it starts (the command line's status for bad input)
@@ -198,6 +203,22 @@ def stopped_by_signals():
             signal.signal(number, handler)
 
 
+def no_space(error, run_dir, what):
+    """Say in one line that a write failed for want of space (`error`, an OSError of NO_SPACE): which folder, how much
+    is free, what was not written, that the records already written are whole, and the command that writes the rest
+    once there is room; return the exit status, 1."""
+    folder = Path(error.filename).parent if error.filename else run_dir
+    try:
+        free = "{:.1f} MB free".format(shutil.disk_usage(str(folder)).free / 1e6)
+    except OSError:
+        free = "free space unknown"
+    print("run_all.py: error: no space left to write in {} ({}, {}): {} not written; the records written before are "
+          "whole (each is written then renamed); once there is room, `python3 run_all.py report {}` writes the table "
+          "and `python3 run_all.py run --resume {}` runs what is missing".format(
+              folder, free, os.strerror(error.errno), what, run_dir, run_dir), file=sys.stderr)
+    return 1
+
+
 def kind_report(run_dir, kind_runs, jobs, interrupted, started):
     """The report of a run --each-gpu-kind: each kind's folder its own report, and merged.md/.html in `run_dir`, one
     column per GPU kind; the exit status of the run."""
@@ -319,6 +340,11 @@ def _run(args, stopped_by):
         print("run_all.py: error: {}; `python3 run_all.py run --resume {}` runs the rest".format(error, run_dir),
               file=sys.stderr)
         return 1
+    except OSError as error:
+        if error.errno not in NO_SPACE:
+            raise
+        what = "the record of {} and the run's table".format(running.stem) if running else "the run's table"
+        return no_space(error, run_dir, what)
     except KeyboardInterrupt:
         interrupted, name = 128 + stopped_by(), STOP_SIGNALS[stopped_by()]
         print("\nInterrupted ({}): writing the table of what finished; `python3 run_all.py run --resume {}` finishes "
@@ -327,13 +353,18 @@ def _run(args, stopped_by):
             record = execution.failure_record(running, args.profile, "interrupted", "interrupted ({}) after {:.0f} "
                                               "s".format(name, time.time() - job_started), notebook=running.stem + ".ipynb")
             results.write_result(str(run_folder.record_path(run_dir, running.stem)), record, "interrupted")
-    if kind_runs:  # --each-gpu-kind: a run folder per GPU kind, and their merged table
-        return kind_report(run_dir, kind_runs, args.jobs, interrupted, started)
-    text = run_report.write_report(run_dir)
     try:
-        rosetta_view.write_pages(run_dir / "rosetta")
-    except rosetta_view.RosettaError as error:  # the run's results stand; the side-by-side pages cannot
-        print("Rosetta pages not written: {}".format(error))
+        if kind_runs:  # --each-gpu-kind: a run folder per GPU kind, and their merged table
+            return kind_report(run_dir, kind_runs, args.jobs, interrupted, started)
+        text = run_report.write_report(run_dir)
+        try:
+            rosetta_view.write_pages(run_dir / "rosetta")
+        except rosetta_view.RosettaError as error:  # the run's results stand; the side-by-side pages cannot
+            print("Rosetta pages not written: {}".format(error))
+    except OSError as error:
+        if error.errno not in NO_SPACE:
+            raise
+        return no_space(error, run_dir, "the run's table, plots, report or Rosetta pages")
     print()
     print(text)
     print("Executed notebooks, records, results.md/.csv/.json, results.png and rosetta/ are in {} ({} in all)".format(

@@ -5,11 +5,14 @@ notebook that writes no record of its own (it failed, timed out or its kernel di
 the runner with the status and the first line of the error.
 """
 
+import json
 import logging
+import os
 import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import nbformat
 import papermill
@@ -118,16 +121,35 @@ def dead_kernel_reason(watch, oom_kills_before, error):
     return "kernel died: {}".format(results.first_line(str(error)))
 
 
+PARTIAL_DIR = ".partial"  # where an executed notebook is written while it runs, beside the folder it lands in
+
+
 def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout, show_output=True):
     """Execute a notebook; return (status, error) where status is 'ok', 'failed' or 'timeout'.
 
-    `timeout` bounds the whole notebook: each cell may use only what is left of it.
+    `timeout` bounds the whole notebook: each cell may use only what is left of it. The executed notebook is saved
+    after every cell into PARTIAL_DIR beside `output_path`, and moved to `output_path` at the end if it is whole (a
+    notebook cut short by a full disk is dropped, never left half-written among the results).
     """
     environments.use_project_kernels()
     if show_output:
         _install_log_handler()
     deadline = time.monotonic() + timeout
     WatchedKernelManager.latest, kills_before = {}, oom_kills()
+    partial = Path(output_path).parent / PARTIAL_DIR / Path(output_path).name
+    partial.parent.mkdir(exist_ok=True)
+    try:
+        status, error = _execute(input_path, partial, kernel_name, parameters, cwd, timeout, show_output, deadline,
+                                 kills_before)
+    finally:
+        _land(partial, Path(output_path))
+    if status == "timeout":
+        _note_in_notebook(output_path, "The runner stopped this notebook: it ran past its {} s limit.".format(timeout))
+    return status, error
+
+
+def _execute(input_path, output_path, kernel_name, parameters, cwd, timeout, show_output, deadline, kills_before):
+    """papermill's run of one notebook, its outcome as (status, error)."""
     try:
         papermill.execute_notebook(
             str(input_path), str(output_path), parameters=parameters, kernel_name=kernel_name, cwd=str(cwd),
@@ -144,12 +166,26 @@ def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout,
             return "failed", "out of memory: " + message
         return "failed", message
     except CellTimeoutError:
-        _note_in_notebook(output_path, "The runner stopped this notebook: it ran past its {} s limit.".format(timeout))
         return "timeout", "stopped after {} s (the notebook's time limit)".format(timeout)
     except DeadKernelError as error:
         return "failed", dead_kernel_reason(WatchedKernelManager.latest, kills_before, error)
     except Exception as error:  # noqa: BLE001 - any other failure becomes this notebook's row, the run goes on
         return "failed", "{}: {}".format(type(error).__name__, results.first_line(str(error)))
+
+
+def _land(partial, output_path):
+    """Move the executed notebook from its partial place to `output_path` if it reads as a notebook; else drop it."""
+    if not partial.exists():
+        return
+    try:
+        json.loads(partial.read_text())
+        os.replace(str(partial), str(output_path))
+    except (OSError, ValueError):
+        partial.unlink()
+    try:
+        partial.parent.rmdir()
+    except OSError:
+        pass  # another notebook's is there, or it is gone
 
 
 def out_of_memory(name, message):
