@@ -278,6 +278,23 @@ def test_disk_full(tmp_path):
         subprocess.run(["umount", str(small)], capture_output=True)
 
 
+def test_build_on_a_full_disk(tmp_path):
+    (tmp_path / "tiny.txt").write_text("# no packages: the venv and its kernel are the whole build\n")
+    (tmp_path / "envs").mkdir()  # 3 MB: far less than a virtual environment takes
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(tmp_path / "envs")],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip("this machine does not let the test mount a small tmpfs: {}".format(mounted.stderr.strip()))
+    try:
+        build = start(BUILD, tmp_path)
+        out = build.communicate(timeout=300)[0]
+    finally:
+        subprocess.run(["umount", str(tmp_path / "envs")], capture_output=True)
+    assert build.returncode != 0
+    assert "SetupError: building tiny stopped: no space left in {} (".format(tmp_path / "envs") in out, out[-2000:]
+    assert "`python3 run_all.py setup tiny` builds it again" in out
+
+
 def test_killed_build(tmp_path):
     (tmp_path / "tiny.txt").write_text("# no packages: the venv and its kernel are the whole build\n")
     build = start(BUILD, tmp_path)

@@ -5,6 +5,7 @@ obtains the Python it needs)."""
 import contextlib
 import fcntl
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -109,15 +110,41 @@ def run_logged(command, log, name, say, heartbeat, cwd=None, environ=None):
 
     reporter = threading.Thread(target=report, daemon=True)
     reporter.start()
+    full = False
     for line in process.stdout:
         log.write(line)
+        full = full or NO_SPACE_WORDS in line
         if line.strip() and "is ignored: it is neither a file nor a directory" not in line:
             latest["line"] = line.strip()
     process.wait()
     done.set()
+    if process.returncode != 0 and (full or nearly_full(Path(log.name).parent)):
+        raise no_space(name, Path(log.name).parent)
     if process.returncode != 0:
         raise SetupError("building {} failed at `{}` (exit {}); see {}".format(
             name, " ".join(command[-3:]), process.returncode, log.name))
+
+
+NO_SPACE_WORDS = "No space left on device"  # how the system's error reads in a tool's output (strerror(ENOSPC))
+
+
+def nearly_full(folder, below_mb=10):
+    """True where the filesystem of `folder` has less than `below_mb` MB free (a tool that failed for want of room
+    does not always say so: venv hides ensurepip's error)."""
+    try:
+        return shutil.disk_usage(str(folder)).free < below_mb * 1e6
+    except OSError:
+        return False
+
+
+def no_space(name, folder):
+    """The SetupError of a build of `name` stopped for want of room in `folder`: one line with its free space."""
+    try:
+        free = "{:.1f} MB free".format(shutil.disk_usage(str(folder)).free / 1e6)
+    except OSError:
+        free = "free space unknown"
+    return SetupError("building {} stopped: no space left in {} ({}); the environment was not finished: make room, "
+                      "then `python3 run_all.py setup {}` builds it again".format(name, folder, free, name))
 
 
 def size(path):

@@ -10,6 +10,7 @@ project-local Jupyter path .jupyter/ (never the user's home); `jupyter_path_env(
 see them.
 """
 
+import errno
 import hashlib
 import json
 import os
@@ -432,7 +433,12 @@ def ensure(env, requirements=None, say=print, heartbeat=20.0, wheels=None):
             return False
         if made.chosen_by_hand:  # a build is asked for instead of the adopted interpreter
             made = installation_to_build(env)
-        made.build(requirements, say=say, wheels=wheels, heartbeat=heartbeat)
+        try:
+            made.build(requirements, say=say, wheels=wheels, heartbeat=heartbeat)
+        except OSError as error:  # a write of the setup's own (a stamp, a kernel spec, a link) found no room
+            if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise build_steps.no_space(env.name, catalog.ENVS_DIR) from None
         return True
 
 
