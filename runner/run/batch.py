@@ -11,7 +11,6 @@ import dataclasses
 import datetime
 import errno
 import os
-import shutil
 import signal
 import sys
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from common import hyperparams, results, tasks
 from runner import catalog, run_folder
-from runner.run import compatibility, environments, setup_commands
+from runner.run import build_steps, compatibility, environments, setup_commands
 from runner.run.on_ray import RayError
 
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
@@ -208,10 +207,7 @@ def no_space(error, run_dir, what):
     is free, what was not written, that the records already written are whole, and the command that writes the rest
     once there is room; return the exit status, 1."""
     folder = Path(error.filename).parent if error.filename else run_dir
-    try:
-        free = "{:.1f} MB free".format(shutil.disk_usage(str(folder)).free / 1e6)
-    except OSError:
-        free = "free space unknown"
+    free = build_steps.free_space(folder)
     print("run_all.py: error: no space left to write in {} ({}, {}): {} not written; the records written before are "
           "whole (each is written then renamed); once there is room, `python3 run_all.py report {}` writes the table "
           "and `python3 run_all.py run --resume {}` runs what is missing".format(

@@ -137,12 +137,17 @@ def nearly_full(folder, below_mb=10):
         return False
 
 
+def free_space(folder):
+    """'12.3 MB free': the room left on the filesystem of `folder`, for a line that says a write found none."""
+    try:
+        return "{:.1f} MB free".format(shutil.disk_usage(str(folder)).free / 1e6)
+    except OSError:
+        return "free space unknown"
+
+
 def no_space(name, folder):
     """The SetupError of a build of `name` stopped for want of room in `folder`: one line with its free space."""
-    try:
-        free = "{:.1f} MB free".format(shutil.disk_usage(str(folder)).free / 1e6)
-    except OSError:
-        free = "free space unknown"
+    free = free_space(folder)
     return SetupError("building {} stopped: no space left in {} ({}); the environment was not finished: make room, "
                       "then `python3 run_all.py setup {}` builds it again".format(name, folder, free, name))
 

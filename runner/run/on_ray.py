@@ -386,13 +386,13 @@ class Placements:
 
 
 def gpu_names(indices):
-    """The names of this machine's GPUs of those indices (nvidia-smi), [] where it has none."""
-    if not indices or shutil.which("nvidia-smi") is None:
+    """The names of this machine's GPUs of those indices (nvidia-smi, through compatibility.detect), [] where it has
+    none."""
+    if not indices:
         return []
-    out = subprocess.run(["nvidia-smi", "--query-gpu=index,name", "--format=csv,noheader"], capture_output=True,
-                         text=True, timeout=60)
-    names = dict(line.split(", ", 1) for line in out.stdout.strip().splitlines() if ", " in line)
-    return [names.get(str(index), "?") for index in indices]
+    from runner.run import compatibility
+    names = {gpu.get("index"): gpu.get("name") for gpu in compatibility.detect().gpus}
+    return [names.get(index, "?") for index in indices] if names else []
 
 
 def run_on_node(spec, placements):
