@@ -8,7 +8,7 @@ import pytest
 from notebook_runs import NotebookRuns
 
 from runner import catalog
-from runner.run import environments
+from runner.run import environments, interpreters
 
 # Test files whose tests share runs that one of them makes (session fixtures, the check's folders): with pytest-xdist
 # (`run_all.py test` runs two workers) each set goes to one worker, every other test to whichever is free
@@ -31,13 +31,15 @@ def data_cache(tmp_path, monkeypatch):
 
 
 def require_environment(env):
-    """Skip the test where `env` needs a Python this machine lacks; fail it where `env` is simply not built."""
+    """Skip the test where `env` needs what this machine can never have (a Python no known source has, or what
+    `run_all.py test` found lacking), with the reason; fail it where `env` is simply not built."""
     if environments.is_ready(env):
         return
-    if environments.find_python(env.python, env.python_shared) is None:
-        pytest.skip("environment {} needs Python {}, which this machine lacks".format(env.name, env.python))
+    if environments.find_python(env.python, env.python_shared) is None and interpreters.source(env.python) is None:
+        pytest.skip("environment {} needs Python {}, which this machine lacks and no known source has".format(
+            env.name, env.python))
     lacks = json.loads(os.environ.get(environments.UNAVAILABLE_VARIABLE, "{}")).get(env.name)
-    if lacks:  # `run_all.py test` could not build it, for want of something this machine lacks
+    if lacks:  # `run_all.py test` could not build it, for want of something this machine lacks (MachineLacks)
         pytest.skip("environment {} {}".format(env.name, lacks))
     pytest.fail("environment {} is not built: run `python3 run_all.py setup {}`".format(env.name, env.name))
 

@@ -43,6 +43,7 @@ def test_adopting_an_interpreter_runs_a_notebook_on_it_and_every_record_says_so(
     assert "adopting {} (Python".format(python) in out
     assert "    torch                    2.14.1" in out and "pinned 2.14.1" in out
     assert stamp["build"] == "adopted" and stamp["probe"]["version"].startswith("2.14.1")
+    assert environments.read_stamp(env) == stamp  # on disk, where `list` and the kernel read it
     assert environments.is_ready(env) and environments.interpreter(env) == python
     assert not environments.is_ready(env, env.requirements)  # `setup pytorch --cpu` would build a venv instead
     assert compatibility.plan(env, compatibility.Machine([])).requirements is None  # a plain run keeps it

@@ -6,12 +6,15 @@ stderr, the exit status), and no other result is lost. FAULTS names them all; th
 section says what each gets, and a test keeps the two in step.
 """
 
+import datetime
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -332,6 +335,47 @@ def test_runs_at_once(tmp_path):
     assert first.returncode == second.returncode == 0, names
     assert len(names) == 10 and len(set(names)) == 10 and sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
     assert any(name.endswith("-smoke-2") for name in names)  # the same second: numbered, not a FileExistsError
+
+
+def test_runs_at_once_making_their_folder_at_the_same_moment(tmp_path, monkeypatch):
+    """Four runs in one second (the clock frozen), held at a barrier until each is about to make its first folder
+    in the results folder, ten times over: every run gets a folder of its own. A check-then-create (`exists()`,
+    then `mkdir(exist_ok=True)`) hands all four the same one."""
+    class OneSecond(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return cls(2025, 1, 2, 3, 4, 5)
+
+    monkeypatch.setattr(batch, "datetime", types.SimpleNamespace(datetime=OneSecond))
+    results, real_mkdir, runs, rounds = tmp_path / "results", os.mkdir, 4, 10
+
+    def runs_together():
+        barrier, waited, names = threading.Barrier(runs), set(), []
+
+        def mkdir_together(path, *args, **kwargs):  # each run's first folder in results/ waits for all the others
+            if Path(path).parent == results and threading.get_ident() not in waited:
+                waited.add(threading.get_ident())
+                barrier.wait(timeout=10)
+            return real_mkdir(path, *args, **kwargs)
+
+        def start_run():
+            try:
+                names.append(batch.new_run_dir(results, "smoke").name)
+            except (OSError, RuntimeError) as error:  # a broken barrier too: reported below, not lost in the thread
+                names.append(repr(error))
+
+        monkeypatch.setattr(os, "mkdir", mkdir_together)
+        threads = [threading.Thread(target=start_run) for _ in range(runs)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        return names
+
+    names = [name for _ in range(rounds) for name in runs_together()]
+    base = "20250102-030405-smoke"
+    expected = [base] + ["{}-{}".format(base, number) for number in range(2, runs * rounds + 1)]
+    assert sorted(names) == sorted(expected) == sorted(p.name for p in results.iterdir()), sorted(names)
 
 
 def test_setups_at_once(tmp_path):

@@ -3,6 +3,7 @@ setup, the run and `list` say about it: an H100 with driver 580, an A100 with 53
 no GPU, and an nvidia-smi that fails. Builds and probes are replaced by fakes here; tests/test_adoption.py
 runs the real probe in every environment."""
 
+import hashlib
 import json
 
 import pytest
@@ -10,7 +11,7 @@ from fake_gpus import MACHINES, failing_nvidia_smi, fake_nvidia_smi, use_nvidia_
 
 from runner import catalog, cli
 from runner.report import table
-from runner.run import batch, compatibility, debian, environments, setup_commands
+from runner.run import batch, compatibility, debian, environments
 
 
 def machine(name):
@@ -121,18 +122,21 @@ def test_without_a_gpu_or_asked_for_the_cpu_nothing_is_checked():
 
 
 class FakeSetup:
-    """Records what the runner would build and answers the probe the way a framework on the GPU would."""
+    """Records what the runner would build, leaving the stamp a build leaves in a scratch .envs/, and answers the
+    probe the way a framework on the GPU would; the setup's own steps (its stamps included) are the real ones."""
 
-    def __init__(self, monkeypatch, answers=None):
+    def __init__(self, monkeypatch, envs_dir, answers=None):
         self.built, self.answers = [], answers or {}
+        monkeypatch.setattr(catalog, "ENVS_DIR", envs_dir)
         monkeypatch.setattr(environments, "ensure", self.ensure)
         monkeypatch.setattr(environments, "probe", self.probe)
-        monkeypatch.setattr(environments, "read_stamp", lambda env: {"build": "gpu"})
-        monkeypatch.setattr(environments, "write_stamp", lambda env, stamp: None)
         monkeypatch.setattr(debian, "system_library", lambda name: None)  # no CUDA 11 on the system
 
     def ensure(self, env, requirements=None, say=print, heartbeat=20.0, wheels=None):
         self.built.append((env.name, requirements.name if requirements else None))
+        requirements = requirements or env.requirements
+        environments.write_stamp(env, {"build": "gpu" if requirements in env.gpu_requirements else "cpu",
+                                       "requirements": requirements.name})
         return True
 
     def probe(self, env, python=None, timeout=600):
@@ -142,8 +146,9 @@ class FakeSetup:
 
 def test_setup_on_an_h100_builds_the_gpu_builds_and_says_what_it_leaves(tmp_path, monkeypatch, capsys):
     use_nvidia_smi(monkeypatch, fake_nvidia_smi(tmp_path, "H100"))
-    fake = FakeSetup(monkeypatch, {"pytorch": {"framework": "PyTorch", "version": "2.14.1", "gpus": [],
-                                               "gpu_ok": False, "error": "RuntimeError: CUDA driver error: unknown"}})
+    fake = FakeSetup(monkeypatch, tmp_path / "envs", {"pytorch": {
+        "framework": "PyTorch", "version": "2.14.1", "gpus": [], "gpu_ok": False,
+        "error": "RuntimeError: CUDA driver error: unknown"}})
     assert cli.main(["setup"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "[gpu] NVIDIA H100 80GB HBM3 (compute capability 9.0, driver 580.65.06, 81559 MiB)"
@@ -153,11 +158,15 @@ def test_setup_on_an_h100_builds_the_gpu_builds_and_says_what_it_leaves(tmp_path
     assert "with --device cpu its notebooks run on the CPU" in out
     assert "[setup] pytorch: GPU check FAILED: RuntimeError: CUDA driver error: unknown" in out
     assert "[setup] jax: GPU check: jax 1.0 computes on NVIDIA H100 80GB HBM3" in out
+    kept = {name: json.loads((catalog.ENVIRONMENTS[name].path / environments.STAMP).read_text()).get("probe")
+            for name, _ in fake.built}  # each GPU build's stamp on disk holds its probe's answer
+    assert kept == {"runner": None, "pytorch": fake.probe(catalog.ENVIRONMENTS["pytorch"]),
+                    "tensorflow": fake.probe(catalog.ENVIRONMENTS["tensorflow"]), "jax": fake.probe(catalog.ENVIRONMENTS["jax"])}
 
 
 def test_setup_on_an_a100_says_why_it_took_the_cuda_12_build(tmp_path, monkeypatch, capsys):
     use_nvidia_smi(monkeypatch, fake_nvidia_smi(tmp_path, "A100"))
-    fake = FakeSetup(monkeypatch)
+    fake = FakeSetup(monkeypatch, tmp_path / "envs")
     assert cli.main(["setup", "pytorch"]) == 0
     assert fake.built == [("pytorch", "pytorch-cuda12.txt")]
     assert ("[setup] pytorch: using envs/pytorch-cuda12.txt, since pytorch.txt (CUDA 13.0): its driver 535.183.01 is "
@@ -166,7 +175,7 @@ def test_setup_on_an_a100_says_why_it_took_the_cuda_12_build(tmp_path, monkeypat
 
 def test_a_failing_nvidia_smi_builds_for_the_cpu_and_says_so(tmp_path, monkeypatch, capsys):
     use_nvidia_smi(monkeypatch, failing_nvidia_smi(tmp_path))
-    fake = FakeSetup(monkeypatch)
+    fake = FakeSetup(monkeypatch, tmp_path / "envs")
     assert cli.main(["setup", "tensorflow"]) == 0
     assert fake.built == [("tensorflow", None)]  # whatever is there, else the CPU build
     assert capsys.readouterr().out.startswith("[gpu] nvidia-smi failed: nvidia-smi failed (exit 9): NVIDIA-SMI has "
@@ -175,9 +184,11 @@ def test_a_failing_nvidia_smi_builds_for_the_cpu_and_says_so(tmp_path, monkeypat
 
 def test_a_run_on_an_h100_gives_the_rows_it_cannot_run_their_reason(tmp_path, monkeypatch, capsys):
     use_nvidia_smi(monkeypatch, fake_nvidia_smi(tmp_path, "H100"))
-    FakeSetup(monkeypatch, {"pytorch": {"framework": "PyTorch", "version": "2.14.1", "gpus": [], "gpu_ok": False,
-                                        "error": "PyTorch 2.14.1 (CUDA 13.0): CUDA driver version is insufficient"}})
+    FakeSetup(monkeypatch, tmp_path / "envs", {"pytorch": {
+        "framework": "PyTorch", "version": "2.14.1", "gpus": [], "gpu_ok": False,
+        "error": "PyTorch 2.14.1 (CUDA 13.0): CUDA driver version is insufficient"}})
     monkeypatch.setattr(batch, "check_equivalence", lambda jobs, run_dir: None)
+    monkeypatch.setattr(cli, "in_runner_env", lambda: True)  # this process is the runner's; the scratch .envs/ has none
     status = cli.main(["-f", "mxnet,chainer,pytorch", "-t", "cnn", "-p", "smoke", "--data", "synthetic",
                        "--results", str(tmp_path / "r")])
     assert status == 1
@@ -219,17 +230,36 @@ def test_list_on_a_machine_without_a_gpu_names_each_build(monkeypatch, capsys):
         assert "envs/tensorflow.txt, CPU build" in out
 
 
-def test_the_probe_answer_is_kept_with_the_build(tmp_path, monkeypatch):
-    """After a GPU build the stamp holds the probe's answer, which `list` reports."""
+def built_for_the_gpu(env, requirements, answer):
+    """Leave `env` in a scratch .envs/ as a build from `requirements` leaves it (stamp, kernel spec), with an
+    interpreter that answers the probe with `answer`, as the framework would on a GPU this machine lacks."""
+    env.python_path.parent.mkdir(parents=True)
+    env.python_path.write_text("#!/bin/sh\necho '{}{}'\n".format(environments.PROBE_PREFIX, json.dumps(answer)))
+    env.python_path.chmod(0o755)
+    environments.write_stamp(env, {"build": "gpu", "requirements": requirements.name, "python": "3.11.7",
+                                   "requirements_sha256": hashlib.sha256(environments.recipe(env, requirements)).hexdigest()})
+    environments.write_kernel_spec(env)
+
+
+def test_setup_keeps_the_probe_answer_in_the_stamp_and_list_reports_it(tmp_path, monkeypatch, capsys):
+    """The real setup of a GPU build that is there: its probe runs the environment's interpreter, the answer lands
+    in the stamp on disk, and `list` reads it from there."""
     monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    monkeypatch.setattr(catalog, "JUPYTER_DIR", tmp_path / "jupyter")
+    monkeypatch.setattr(debian, "system_library", lambda name: None)
+    use_nvidia_smi(monkeypatch, fake_nvidia_smi(tmp_path, "H100"))
     env = catalog.ENVIRONMENTS["jax"]
-    environments.write_stamp(env, {"build": "gpu", "requirements": "jax-cuda13.txt", "python": "3.11.7",
-                                   "requirements_sha256": "0", "probe": {"framework": "JAX", "gpu_ok": False,
-                                                                         "gpus": [], "error": "JAX 0.10.2: no cuda"}})
-    monkeypatch.setattr(environments, "is_ready", lambda env, requirements=None: True)
-    state = setup_commands.environment_state(env, machine("H100"))
-    assert state == "envs/jax-cuda13.txt, GPU build (CUDA 13.0); GPU: no: JAX 0.10.2: no cuda"
-    assert json.loads((env.path / environments.STAMP).read_text())["probe"]["error"] == "JAX 0.10.2: no cuda"
+    answer = {"framework": "JAX", "version": "0.10.2", "gpus": [], "gpu_ok": False, "error": "JAX 0.10.2: no cuda"}
+    built_for_the_gpu(env, catalog.REQUIREMENTS_DIR / "jax-cuda13.txt", answer)
+    assert cli.main(["setup", "jax"]) == 0
+    out = capsys.readouterr().out
+    assert "[setup] jax: ready (venv gpu envs/jax-cuda13.txt)" in out  # nothing built: the stamp is the one above
+    assert "[setup] jax: GPU check FAILED: JAX 0.10.2: no cuda" in out
+    assert json.loads((env.path / environments.STAMP).read_text())["probe"] == answer
+    assert cli.main(["list"]) == 0
+    environments_part = capsys.readouterr().out.split("\nEnvironments")[1]
+    (line,) = [line for line in environments_part.splitlines() if line.startswith("  jax ")]
+    assert "ready    envs/jax-cuda13.txt, GPU build (CUDA 13.0); GPU: no: JAX 0.10.2: no cuda;" in line
 
 
 def test_system_libraries_are_found_on_ld_library_path_too(tmp_path, monkeypatch):

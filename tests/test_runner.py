@@ -287,9 +287,9 @@ def test_a_missing_python_is_named_and_can_be_given_explicitly(tmp_path, monkeyp
     assert environments.find_python(version) == sys.executable
 
 
-def test_the_tests_go_on_without_an_environment_whose_python_is_missing(monkeypatch):
+def test_the_tests_go_on_without_what_the_machine_lacks_and_stop_on_a_source_that_did_not_serve(monkeypatch, capsys):
     missing = {"cntk": environments.PythonMissing("needs Python 3.6: none found"),
-               "caffe": environments.MachineLacks("needs Debian's bullseye packages, which none of x served")}
+               "caffe": environments.MachineLacks("needs a C compiler (cc, or $CC) to build its stand-in libx.so")}
     monkeypatch.setattr(setup_commands, "build_environments", lambda names, machine, **options: (missing, {}))
     monkeypatch.setattr(browser, "ensure_browser", lambda: "/usr/bin/chromium")
     monkeypatch.setattr(setup_commands.os, "chdir", lambda path: None)
@@ -302,9 +302,19 @@ def test_the_tests_go_on_without_an_environment_whose_python_is_missing(monkeypa
     assert run_tests(cli.parse(["test", "-p", "no:xdist"])) is None and started[-1] == ["-m", "pytest", "-p", "no:xdist"]
     assert run_tests(cli.parse(["test", "-p", "no:cacheprovider"])) is None and started[-1][2:4] == workers
     monkeypatch.setattr(environments, "is_ready", lambda env: False)  # and pytest skips its notebooks with the reason
-    with pytest.raises(pytest.skip.Exception, match="caffe needs Debian's bullseye packages"):
+    with pytest.raises(pytest.skip.Exception, match="caffe needs a C compiler"):
         require_environment(catalog.ENVIRONMENTS["caffe"])
-    missing["pytorch"] = environments.SetupError("building environment pytorch failed")
+    # a mirror that did not answer is no lack of the machine: no tests, exit 1 with the reason
+    missing["caffe"] = build_steps.SourceUnreachable("needs Debian's bullseye packages, which none of "
+                                                     "http://deb.debian.org/debian served (see .envs/caffe.log)")
+    capsys.readouterr()
+    assert run_tests(cli.parse(["test"])) == 1 and len(started) == 4
+    assert capsys.readouterr().err == (
+        "run_all.py: error: environment caffe could not be built, and the tests need it: needs Debian's bullseye "
+        "packages, which none of http://deb.debian.org/debian served (see .envs/caffe.log)\n")
+    with pytest.raises(pytest.fail.Exception, match="environment caffe is not built"):  # pytest alone: fails too
+        require_environment(catalog.ENVIRONMENTS["caffe"])
+    missing["caffe"] = environments.SetupError("building environment caffe failed")
     assert run_tests(cli.parse(["test"])) == 1 and len(started) == 4
 
 
@@ -335,13 +345,13 @@ def test_missing_libraries_without_apt_say_what_to_install(tmp_path, monkeypatch
 
 
 def run_in_kernel(name, code):
-    """Run `code` in environment `name`'s interpreter with its kernel spec's variables (skip where it is not built)."""
+    """Run `code` in environment `name`'s interpreter with its kernel spec's variables (require_environment: fail
+    where it is not built, skip only where the machine lacks what it needs)."""
     import os
     import subprocess
 
     env = catalog.ENVIRONMENTS[name]
-    if not environments.is_ready(env):
-        pytest.skip("environment {} is not built here".format(name))
+    require_environment(env)
     spec = json.loads(environments.kernel_spec_path(env).read_text())
     return subprocess.run([str(env.python_path), "-W", "ignore", "-c", code], capture_output=True, text=True,
                           env=dict(os.environ, **spec["env"]))

@@ -21,12 +21,17 @@ class SetupError(RuntimeError):
 
 
 class MachineLacks(SetupError):
-    """An environment needs something this machine does not have or cannot reach (a Python, a tool, a package
-    source): its rows say `unavailable` with the reason, and the tests skip its notebooks with it."""
+    """An environment needs something this machine does not have (a Python no known source has, a tool): its rows
+    say `unavailable` with the reason, and the tests skip its notebooks with it."""
 
 
 class PythonMissing(MachineLacks):
     """An environment needs a Python version that this machine does not have."""
+
+
+class SourceUnreachable(SetupError):
+    """A package source (a Debian mirror, and with it the Python obtained from Debian) did not serve what an
+    environment needs: a failure of the moment, not something the machine lacks, so `run_all.py test` fails on it."""
 
 
 def shown(path):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from runner import catalog
 from runner.run import build_steps
-from runner.run.build_steps import MachineLacks, SetupError
+from runner.run.build_steps import MachineLacks, SetupError, SourceUnreachable
 
 LIBRARY_ALIASES_DIR = "library-aliases"  # in the environment: links named as the framework wants them, and stand-ins
 
@@ -119,7 +119,7 @@ def download_debian_packages(listing, work, downloads, log, name, say, heartbeat
         finally:
             shutil.rmtree(str(Path(work) / "apt"), ignore_errors=True)  # the suite's package lists: tens of MB
     else:
-        raise MachineLacks("needs Debian's {} packages, which none of {} served (see {})".format(
+        raise SourceUnreachable("needs Debian's {} packages, which none of {} served (see {})".format(
             suite_name, ", ".join(failures), log.name))
 
 

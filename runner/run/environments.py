@@ -22,7 +22,7 @@ from pathlib import Path
 
 from runner import catalog
 from runner.run import build_steps, debian, interpreters, locks
-from runner.run.build_steps import MachineLacks, PythonMissing, SetupError
+from runner.run.build_steps import MachineLacks, PythonMissing, SetupError, SourceUnreachable
 from runner.run.interpreters import find_python, python_variable
 
 STAMP = "rosetta-stamp.json"
@@ -35,7 +35,7 @@ PROBE_PREFIX = "ROSETTA-PROBE "  # frameworks.probe.PREFIX
 # What the runner's own environment needs to run notebooks and write reports (its probe)
 RUNNER_IMPORTS = "import papermill, nbformat, nbclient, nbconvert, jupyter_client, ipykernel, matplotlib, pygments"
 # The errors of a setup, and where an environment's interpreter is looked for: build_steps' own, named here too
-__all__ = ["MachineLacks", "PythonMissing", "SetupError", "find_python", "python_variable"]
+__all__ = ["MachineLacks", "PythonMissing", "SetupError", "SourceUnreachable", "find_python", "python_variable"]
 
 
 def recipe(env, requirements):

@@ -135,7 +135,7 @@ def plan(version, shared=False):
 def find_or_obtain(version, shared=False, say=print, heartbeat=20.0):
     """The Interpreter an environment needing Python `version` is built on: the one found (`find`), else the Debian
     build of envs/python<version>-debian.txt, obtained now. Raises PythonMissing where there is neither, and
-    MachineLacks where the source cannot be reached."""
+    SourceUnreachable where the source does not serve it."""
     found = find(version, shared)
     if found is not None:
         return found

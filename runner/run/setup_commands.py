@@ -135,14 +135,18 @@ def test(args):
     TEST_WORKERS unless the arguments choose (-n, or -p no:xdist).
 
     Tests keep whatever builds are there (GPU builds run their smoke tests on the GPU) and build CPU ones
-    where none is. An environment needing what this machine lacks (a Python, a tool, a package source:
-    MachineLacks) does not stop the tests: its smoke tests are skipped with that reason. Any other build
-    failure does.
+    where none is. An environment needing what this machine can never have (a Python no known source has, a
+    tool: MachineLacks) does not stop the tests: its smoke tests are skipped with that reason. Any other build
+    failure, a package source that did not serve (SourceUnreachable) included, is exit 1 with its reason.
     """
     failed, _ = build_environments([], compatibility.detect(), device="cpu")
-    os.environ[environments.UNAVAILABLE_VARIABLE] = json.dumps({name: str(error) for name, error in failed.items()})
-    if any(not isinstance(error, environments.MachineLacks) for error in failed.values()):
-        print("run_all.py: error: an environment could not be built; the tests need all of them", file=sys.stderr)
+    lacked = {name: str(error) for name, error in failed.items() if isinstance(error, environments.MachineLacks)}
+    os.environ[environments.UNAVAILABLE_VARIABLE] = json.dumps(lacked)
+    unbuilt = {name: error for name, error in failed.items() if name not in lacked}
+    for name, error in unbuilt.items():
+        print("run_all.py: error: environment {} could not be built, and the tests need it: {}".format(name, error),
+              file=sys.stderr)
+    if unbuilt:
         return 1
     try:
         print("[setup] browser: {}".format(browser.ensure_browser()))
