@@ -7,6 +7,13 @@ The equivalence tests use this to check that every translation computes the same
 Canonical layouts (float32):
 - inference, ResNet-50 v1.5 up to the global average pool: torchvision's state-dict names and layouts
   ("layer1.0.conv2.weight" OIHW; batch norms as weight, bias, running_mean, running_var), no fc
+- inference, ResNet-50 v1 (the stride of a downsampling block on its first 1x1 convolution, not its 3x3; the
+  same shapes): the same names and layouts, plus optional convolution biases "<conv>.bias" (out_channels,), e.g.
+  "conv1.bias", "layer1.0.conv1.bias", "layer1.0.downsample.0.bias"; running variances are for torchvision's
+  batch-norm epsilon, 1e-5, whatever the model's. A model without some of the biases, or with another epsilon,
+  holds the same function as resnet50_for_model converts it (bias folded into the next batch norm's mean,
+  epsilon's difference into its variance) and exports it back with resnet50_from_model; as_held says what it
+  gives back.
 - convolution kernels OIHW: (out_channels, in_channels, height, width); biases (out,)
 - dense kernels (in, out), applied as x @ kernel + bias; the CNN's first dense layer takes the
   (channels, height, width) feature map flattened in that order (C-order)
@@ -19,6 +26,7 @@ Canonical layouts (float32):
       n = tanh(x Wn + bin + r * (h Un + bhn));  h' = (1 - z) * n + z * h
 """
 
+import collections
 import os
 import tempfile
 
@@ -58,27 +66,42 @@ def shapes(task, params):
     raise ValueError("no canonical weights for task {!r}; tasks with them: {}".format(task, ", ".join(tasks.TASKS)))
 
 
-def resnet50_shapes():
-    """{name: shape} of ResNet-50 v1.5's convolutions and batch norms under torchvision's names."""
-    out = {}
+ConvBN = collections.namedtuple("ConvBN", "conv bn out_channels in_channels size")
+BATCH_NORM_EPSILON = 1e-5  # torchvision's: the canonical running variances are for it
 
-    def conv_bn(prefix, conv, bn, out_channels, in_channels, size):
-        out[prefix + conv + ".weight"] = (out_channels, in_channels, size, size)
-        for stat in ("weight", "bias", "running_mean", "running_var"):
-            out[prefix + bn + "." + stat] = (out_channels,)
 
-    conv_bn("", "conv1", "bn1", 64, 3, 7)
+def resnet50_layers():
+    """ResNet-50's convolutions, each with the batch norm after it, under torchvision's names, in order: [ConvBN]."""
+    layers = [ConvBN("conv1", "bn1", 64, 3, 7)]
     channels = 64
     for stage, (width, blocks) in enumerate(((64, 3), (128, 4), (256, 6), (512, 3)), 1):
         for block in range(blocks):
             prefix = "layer{}.{}.".format(stage, block)
-            conv_bn(prefix, "conv1", "bn1", width, channels, 1)
-            conv_bn(prefix, "conv2", "bn2", width, width, 3)
-            conv_bn(prefix, "conv3", "bn3", 4 * width, width, 1)
+            layers += [ConvBN(prefix + "conv1", prefix + "bn1", width, channels, 1),
+                       ConvBN(prefix + "conv2", prefix + "bn2", width, width, 3),
+                       ConvBN(prefix + "conv3", prefix + "bn3", 4 * width, width, 1)]
             if block == 0:
-                conv_bn(prefix, "downsample.0", "downsample.1", 4 * width, channels, 1)
+                layers.append(ConvBN(prefix + "downsample.0", prefix + "downsample.1", 4 * width, channels, 1))
             channels = 4 * width
+    return layers
+
+
+def resnet50_shapes():
+    """{name: shape} of ResNet-50 v1.5's convolutions and batch norms under torchvision's names."""
+    out = {}
+    for layer in resnet50_layers():
+        out[layer.conv + ".weight"] = (layer.out_channels, layer.in_channels, layer.size, layer.size)
+        for stat in ("weight", "bias", "running_mean", "running_var"):
+            out[layer.bn + "." + stat] = (layer.out_channels,)
     return out
+
+
+def optional_shapes(task):
+    """{name: shape} of the arrays a canonical file of `task` may hold besides shapes(): ResNet-50 v1's convolution
+    biases for inference ("<conv>.bias"), none for the other tasks."""
+    if task != "inference":
+        return {}
+    return {layer.conv + ".bias": (layer.out_channels,) for layer in resnet50_layers()}
 
 
 def reference_weights(task, params, seed=0):
@@ -116,13 +139,97 @@ def reference_weights(task, params, seed=0):
     return {name: value.astype(np.float32) for name, value in out.items()}
 
 
+def resnet50_v1_weights(params, seed=0):
+    """The shared ResNet-50 v1 test weights: reference_weights("inference", params, seed) and a bias for every
+    convolution, 0.02 to 0.1 in magnitude with either sign (never zero, so that a lost bias shows)."""
+    out = reference_weights("inference", params, seed)
+    rng = np.random.RandomState(seed + 1)  # apart from the v1.5 weights' draws, which stay as they are
+    for name, shape in sorted(optional_shapes("inference").items()):
+        out[name] = (rng.uniform(0.02, 0.1, size=shape) * rng.choice([-1.0, 1.0], size=shape)).astype(np.float32)
+    return out
+
+
+def keras_resnet50_names():
+    """{torchvision name: keras.applications layer name} of ResNet50's convolutions and batch norms (Keras 3 and
+    tf.keras): "layer2.0.conv1" is "conv3_block1_1_conv", its shortcut "layer2.0.downsample.0" "conv3_block1_0_conv"."""
+    names = {"conv1": "conv1_conv", "bn1": "conv1_bn"}
+    parts = {"conv1": "1_conv", "bn1": "1_bn", "conv2": "2_conv", "bn2": "2_bn", "conv3": "3_conv", "bn3": "3_bn",
+             "downsample.0": "0_conv", "downsample.1": "0_bn"}
+    for layer in resnet50_layers()[1:]:
+        stage, block, _ = layer.conv.split(".", 2)
+        prefix = "conv{}_block{}_".format(int(stage[len("layer"):]) + 1, int(block) + 1)
+        for name in (layer.conv, layer.bn):
+            names[name] = prefix + parts[name.split(".", 2)[2]]
+    return names
+
+
+def fold_conv_biases(arrays, kept=()):
+    """`arrays` (canonical ResNet-50) with the bias of every convolution not named in `kept` folded into the batch
+    norm after it (running_mean -= bias, the same function without the bias); a new dict, the others untouched."""
+    out = dict(arrays)
+    for layer in resnet50_layers():
+        bias = layer.conv + ".bias"
+        if bias in out and layer.conv not in kept:
+            mean = layer.bn + ".running_mean"
+            out[mean] = (out[mean].astype(np.float64) - out.pop(bias)).astype(np.float32)
+    return out
+
+
+def _shift_variances(arrays, shift):
+    """`arrays` with every batch norm's running variance plus `shift` (in float64, rounded once to float32)."""
+    out = dict(arrays)
+    for name, value in arrays.items():
+        if name.endswith(".running_var") and shift:
+            out[name] = (value.astype(np.float64) + shift).astype(np.float32)
+    return out
+
+
+def resnet50_for_model(arrays, biases=(), epsilon=BATCH_NORM_EPSILON):
+    """Canonical ResNet-50 weights (v1 or v1.5 layout) as a model holds them whose convolutions named in `biases` have
+    a bias and whose batch norms add `epsilon` to the variance: the same function, under the canonical names.
+
+    The biases it lacks are folded into their batch norms (fold_conv_biases), those it has and `arrays` lacks are
+    zero, and each running variance is shifted by 1e-5 - epsilon, so that variance + epsilon is torchvision's; a
+    variance that would not stay positive is refused (ValueError)."""
+    held = fold_conv_biases(arrays, kept=biases)
+    for layer in resnet50_layers():
+        if layer.conv in biases:
+            held.setdefault(layer.conv + ".bias", np.zeros(layer.out_channels, np.float32))
+    held = _shift_variances(held, BATCH_NORM_EPSILON - epsilon)
+    for name, value in held.items():
+        if name.endswith(".running_var") and value.min() <= 0:
+            canonical = arrays[name].reshape(-1)[value.argmin()]
+            raise ValueError("{}: a canonical running variance of {:.3g} (with torchvision's epsilon, {:g}) is less than "
+                             "this model's batch-norm epsilon, {:g}: it would hold {:.3g}, and cannot compute that "
+                             "function".format(name, canonical, BATCH_NORM_EPSILON, epsilon, value.min()))
+    return held
+
+
+def resnet50_from_model(held, epsilon=BATCH_NORM_EPSILON):
+    """The canonical weights of a model's arrays `held` (canonical names, its biases only, variances for `epsilon`):
+    variances shifted back to torchvision's epsilon (resnet50_for_model undone; a folded bias stays folded)."""
+    return _shift_variances(held, epsilon - BATCH_NORM_EPSILON)
+
+
+def as_held(start, held_names):
+    """What a notebook exports from the canonical weights `start` when its model holds the arrays `held_names` (the
+    names in its export): `start` with the biases it lacks folded into their batch norms, and those it has and
+    `start` lacks zero. The check compares the export with this exactly: a variance's epsilon shift and its way
+    back round to the same float32 where the model's epsilon is 1e-5 or more (every zoo model here)."""
+    biases = {layer.conv for layer in resnet50_layers() if layer.conv + ".bias" in held_names}
+    return resnet50_for_model(start, biases)
+
+
 def check(task, params, arrays):
-    """Raise ValueError unless `arrays` has exactly the canonical names and shapes of `task`."""
+    """Raise ValueError unless `arrays` has exactly the canonical names and shapes of `task` (and any of its optional
+    arrays)."""
     expected = shapes(task, params)
+    optional = optional_shapes(task)
     missing = sorted(set(expected) - set(arrays))
-    extra = sorted(set(arrays) - set(expected) - {LOGITS})
+    extra = sorted(set(arrays) - set(expected) - set(optional) - {LOGITS})
     if missing or extra:
         raise ValueError("{} weights: missing {}, unexpected {}".format(task, missing or "none", extra or "none"))
+    expected.update((name, shape) for name, shape in optional.items() if name in arrays)
     for name, shape in expected.items():
         if tuple(np.shape(arrays[name])) != tuple(shape):
             raise ValueError("{} weight {} has shape {}, expected {}".format(task, name, np.shape(arrays[name]), shape))

@@ -106,6 +106,9 @@ class Framework:
     environment: Optional[Environment] = None  # the environment this framework brings, if it brings one
     # the top-level modules its notebooks import (the Rosetta pages' differences mode may count their names as one)
     modules: tuple[str, ...] = ()
+    # the ResNet-50 its inference notebook builds, one of runner/checks/resnet50_v1.py's VARIANTS: the same-weights
+    # check compares a zoo's v1 with that function computed in PyTorch, v1.5 with PyTorch's notebook
+    resnet50: str = "v1.5"
     # {task: why}: tasks it has no notebook for (yet, or at all); the run writes their rows with the reason
     lacks: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
 
@@ -161,7 +164,6 @@ NO_DATA_PARALLEL = {
              "NCCL; this CPU build has no NCCL (caffe.has_nccl() is False) and no GPU build is packaged anywhere "
              "reachable",
 }
-KERAS_APPLICATIONS_V1 = "keras.applications' ResNet-50 is v1 (stride on the first 1x1) with convolution biases"
 # The frameworks, in table order: one entry each, with the environment it brings. A framework's notebooks
 # are notebooks/<notebook_prefix>_<task's notebook>.ipynb and its pins envs/<environment name>.txt.
 FRAMEWORKS: tuple[Framework, ...] = (
@@ -171,7 +173,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
                                       framework_module="pytorch")),
     # TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's C++ start-up INFO lines stay out of the run log; warnings remain.
     Framework("tensorflow", "TensorFlow", "TensorFlow", (Variant(None, "tensorflow"),), modules=("tensorflow", "keras"),
-              not_equivalent={"inference": KERAS_APPLICATIONS_V1},
+              resnet50="v1",  # keras.applications': convolution biases, batch norm's epsilon 1.001e-5
               environment=Environment("tensorflow", "Rosetta: TensorFlow", kernel_env=(("TF_CPP_MIN_LOG_LEVEL", "1"),),
                                       gpu_builds=("tensorflow-cuda12.txt",), framework_module="tensorflow")),
     Framework("keras", "Keras", "Keras", (  # Keras 3 runs in its backends' environments
@@ -180,18 +182,18 @@ FRAMEWORKS: tuple[Framework, ...] = (
                                  "once per occurrence of a token, before repeated tokens are summed"}}),
         Variant("jax", "jax", (("backend", "jax"),), packages=("keras",)),
         Variant("torch", "pytorch", (("backend", "torch"),), packages=("keras",)),
-    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, modules=("keras",)),
+    ), resnet50="v1", modules=("keras",)),  # keras.applications
     Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), modules=("jax", "flax", "optax"), not_equivalent={
         "rnn": "Flax's GRUCell has no recurrent bias: the new gate's one (inside the reset product) is lost and the "
                "reset and update gates get one bias where the reference has two"},
         environment=Environment("jax", "Rosetta: JAX", gpu_builds=("jax-cuda13.txt", "jax-cuda12.txt"),
                                 framework_module="jax")),
-    Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),), modules=("mxnet",), not_equivalent={
-        "inference": "the Gluon model zoo's resnet50_v1 is v1 (stride on the first 1x1 convolution)"},
+    Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),), modules=("mxnet",),
+              resnet50="v1",  # the Gluon model zoo's resnet50_v1: biases on each bottleneck's 1x1 convolutions
         environment=Environment("mxnet", "Rosetta: MXNet", gpu_builds=("mxnet-cuda112.txt",),
                                 framework_module="mxnet")),
-    Framework("chainer", "Chainer", "Chainer", (Variant(None, "chainer"),), modules=("chainer",), not_equivalent={
-        "inference": "Chainer's ResNet50Layers is the Caffe v1 (stride on the first 1x1 convolution)"},
+    Framework("chainer", "Chainer", "Chainer", (Variant(None, "chainer"),), modules=("chainer",),
+              resnet50="v1_caffe_pool",  # ResNet50Layers, the Caffe model: Caffe's max pool, batch norm's epsilon 2e-5
         # CPU only: envs/chainer.txt says why
         environment=Environment("chainer", "Rosetta: Chainer", framework_module="chainer")),
     Framework("cntk", "CNTK", "CNTK", (Variant(None, "cntk"),), modules=("cntk",), not_equivalent={
@@ -205,7 +207,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
     Framework("keras2", "Keras 2", "Keras2", (
         Variant("cntk", "cntk", (("backend", "cntk"),), packages=("keras",)),
         Variant("theano", "theano", (("backend", "theano"),), packages=("keras",)),
-    ), not_equivalent={"inference": KERAS_APPLICATIONS_V1}, lacks={"train": NO_DATA_PARALLEL["keras2"]},
+    ), resnet50="v1", lacks={"train": NO_DATA_PARALLEL["keras2"]},  # Keras Applications 1.0.8: batch norm's epsilon 1e-3
         modules=("keras",), environment=Environment("theano", "Rosetta: Theano", python="3.9", framework_module="theano",
                                 kernel_env=(("THEANO_FLAGS", "floatX=float32,base_compiledir={env}/theano-compiledir"),))),
     # Lasagne 0.1, layers over Theano's symbolic graphs, in the Theano environment that Keras 2 brings

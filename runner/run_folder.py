@@ -98,6 +98,8 @@ def equivalence_verdict(result):
         return "check failed: " + "; ".join(result["failures"])
     if not result["equivalent"]:
         return "no: " + result["reason"]
+    if result.get("model"):  # a zoo's v1, against that function computed in PyTorch
+        return "yes, as {} (features within {:.1e} of the largest)".format(result["model"], result["features_max_relative"])
     if "features_max_relative" in result:
         return "yes (features within {:.1e} of the largest)".format(result["features_max_relative"])
     logits = "logits within {:.1e}".format(result["logits_max_abs"]) if "logits_max_abs" in result else ""

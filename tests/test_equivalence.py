@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from conftest import require_environment
+from test_check_controls import TRAIN, a_job
 
 from common import weights
 from runner import catalog, run_folder
@@ -57,6 +58,19 @@ def test_shared_weights_give_pytorchs_results(job, references):
     assert run_folder.equivalence_verdict(result).startswith(("yes", "no: ", "same function"))
 
 
+@pytest.mark.parametrize("task", equivalence.TASKS)
+def test_the_numpy_models_of_the_negative_controls_compute_pytorchs_results(task, references):
+    """tests/numpy_models.py, in which tests/test_check_controls.py makes its mistakes, computes what PyTorch's notebook
+    does: the check passes it, so the controls make their mistakes in the function the notebooks compute."""
+    entry = references(task)
+
+    def numpy_model(task, job, folder, init, overrides, tag):
+        return {"status": "ok"}, TRAIN[task](entry["start"], equivalence.params_for(task, overrides))
+
+    result = equivalence.compare(a_job(task), dict(entry, run=numpy_model))
+    assert result["failures"] == []
+
+
 def test_the_verdicts_read_as_the_table_shows_them():
     base = {"failures": [], "equivalent": True, "reason": None, "step_differences": {}, "logits_max_abs": 2e-8}
     assert run_folder.equivalence_verdict(base) == "yes (logits within 2.0e-08)"
@@ -64,6 +78,8 @@ def test_the_verdicts_read_as_the_table_shows_them():
     assert run_folder.equivalence_verdict(dict(base, step_differences={"embedding": "sparse Adam"})) == (
         "same function; one step differs in embedding: sparse Adam")
     assert run_folder.equivalence_verdict(dict(base, failures=["fc/bias differs"])) == "check failed: fc/bias differs"
+    assert run_folder.equivalence_verdict(dict(base, model="ResNet-50 v1", features_max_relative=7.6e-7)) == (
+        "yes, as ResNet-50 v1 (features within 7.6e-07 of the largest)")
     assert run_folder.equivalence_verdict({"error": "JAX_RNN failed: boom"}) == "check failed: JAX_RNN failed: boom"
 
 

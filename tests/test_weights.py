@@ -90,3 +90,110 @@ def test_pretrained_or_random_follows_the_choice(capsys):
         weights.pretrained_or_random("auto", lambda: {}["bug"], lambda: "fresh")
     with pytest.raises(ValueError, match="weights='imagnet'; choose one of auto, imagenet, random"):
         weights.pretrained_or_random("imagnet", offline, lambda: "fresh")
+
+
+# ResNet-50 v1: optional convolution biases, and the conversions to a model that lacks some or has another epsilon
+INFERENCE = hyperparams.for_task("inference", "smoke")
+BIASES = sorted(weights.optional_shapes("inference"))
+CONVOLUTIONS = [layer.conv for layer in weights.resnet50_layers()]
+# which convolutions the zoo models have biases on, and their batch norms' epsilon (the notebooks read both from the model)
+ZOO = {"keras.applications": (set(CONVOLUTIONS), 1.001e-5), "Keras Applications 1.0.8": (set(CONVOLUTIONS), 1e-3),
+       "Gluon resnet50_v1": ({c for c in CONVOLUTIONS if c.startswith("layer") and c.endswith(("conv1", "conv3"))}, 1e-5),
+       "Chainer ResNet50Layers": ({"conv1"}, 2e-5)}
+
+
+def batch_norm(arrays, bn, z, epsilon=weights.BATCH_NORM_EPSILON):
+    """A batch norm `bn` of `arrays` in inference mode on pre-activations z (samples, channels), in float64."""
+    mean, var = (arrays[bn + "." + stat].astype(np.float64) for stat in ("running_mean", "running_var"))
+    return (z - mean) / np.sqrt(var + epsilon) * arrays[bn + ".weight"] + arrays[bn + ".bias"]
+
+
+def test_the_v1_layout_adds_an_optional_bias_to_every_convolution():
+    v1 = weights.resnet50_v1_weights(INFERENCE, seed=0)
+    assert len(BIASES) == 53 and BIASES[:2] == ["conv1.bias", "layer1.0.conv1.bias"]
+    assert "layer1.0.downsample.0.bias" in BIASES and v1["layer4.0.conv3.bias"].shape == (2048,)
+    plain = weights.reference_weights("inference", INFERENCE, seed=0)
+    assert all(np.array_equal(v1[name], plain[name]) for name in plain)  # the v1.5 arrays as they were
+    assert all(0.02 <= np.abs(v1[name]).min() and np.abs(v1[name]).max() <= 0.1 for name in BIASES)
+    weights.check("inference", INFERENCE, v1)
+    weights.check("inference", INFERENCE, dict(plain, **{"conv1.bias": v1["conv1.bias"]}))  # any of them
+    with pytest.raises(ValueError, match=r"conv1.bias has shape \(3,\), expected \(64,\)"):
+        weights.check("inference", INFERENCE, dict(plain, **{"conv1.bias": np.zeros(3, np.float32)}))
+    with pytest.raises(ValueError, match=r"unexpected \['layer1.0.conv4.bias'\]"):
+        weights.check("inference", INFERENCE, dict(plain, **{"layer1.0.conv4.bias": np.zeros(64, np.float32)}))
+    with pytest.raises(ValueError, match=r"unexpected \['conv1.bias'\]"):  # the train task's ResNet-50 stays v1.5
+        weights.check("train", {"num_classes": 10}, dict(weights.reference_weights("train", {"num_classes": 10}),
+                                                        **{"conv1.bias": v1["conv1.bias"]}))
+
+
+def test_a_bias_folded_into_its_batch_norm_computes_the_same_function():
+    v1 = weights.resnet50_v1_weights(INFERENCE, seed=0)
+    folded = weights.fold_conv_biases(v1, kept={"conv1"})
+    assert set(folded) == set(v1) - set(BIASES[1:])
+    assert np.array_equal(folded["conv1.bias"], v1["conv1.bias"]) and np.array_equal(folded["bn1.running_mean"],
+                                                                                       v1["bn1.running_mean"])
+    z = np.random.RandomState(0).normal(size=(5, 256))
+    for conv, bn in (("layer1.0.conv3", "layer1.0.bn3"), ("layer1.0.downsample.0", "layer1.0.downsample.1")):
+        np.testing.assert_allclose(batch_norm(folded, bn, z), batch_norm(v1, bn, z + v1[conv + ".bias"]), rtol=0,
+                                   atol=1e-6)
+        assert np.abs(batch_norm(folded, bn, z) - batch_norm(v1, bn, z)).max() > 1e-3  # the bias does count
+    assert all(np.array_equal(v1[name], folded[name]) for name in folded if not name.endswith("running_mean"))
+
+
+def test_a_model_gets_the_same_function_with_its_biases_and_its_epsilon():
+    v1 = weights.resnet50_v1_weights(INFERENCE, seed=0)
+    z = np.random.RandomState(1).normal(size=(5, 64))
+    for zoo, (biases, epsilon) in ZOO.items():
+        held = weights.resnet50_for_model(v1, biases, epsilon)
+        assert set(held) == set(v1) - {c + ".bias" for c in set(CONVOLUTIONS) - biases}, zoo
+        assert all(held[name].dtype == np.float32 for name in held)
+        bias = held["conv1.bias"] if "conv1" in biases else 0.0
+        np.testing.assert_allclose(batch_norm(held, "bn1", z + bias, epsilon), batch_norm(v1, "bn1", z + v1["conv1.bias"]),
+                                   rtol=0, atol=1e-6, err_msg=zoo)
+        if epsilon != 1e-5:  # the difference does count (Keras 3's is below float32's resolution of a variance near 1)
+            moved = np.abs(held["bn1.running_var"] - v1["bn1.running_var"]).max()
+            assert moved > 1e-6 if epsilon > 1.001e-5 else moved < 1e-7, zoo
+
+
+def test_a_v15_file_gives_a_model_with_biases_zero_biases():
+    plain = weights.reference_weights("inference", INFERENCE, seed=0)
+    held = weights.resnet50_for_model(plain, {"conv1", "layer1.0.conv1"})
+    assert not held["conv1.bias"].any() and held["layer1.0.conv1.bias"].shape == (64,)
+    assert all(np.array_equal(held[name], plain[name]) for name in plain)
+    assert sorted(weights.as_held(plain, set(held))) == sorted(held)
+
+
+def test_a_variance_that_would_not_stay_positive_is_refused():
+    v1 = weights.resnet50_v1_weights(INFERENCE, seed=0)
+    v1["layer2.1.bn2.running_var"][3] = 5e-4  # plus torchvision's 1e-5, less than Keras 2's 1e-3
+    with pytest.raises(ValueError, match=r"layer2.1.bn2.running_var: a canonical running variance of 0.0005 \(with "
+                                         r"torchvision's epsilon, 1e-05\) is less than this model's batch-norm epsilon, "
+                                         r"0.001: it would hold -0.00049, and cannot compute that function"):
+        weights.resnet50_for_model(v1, (), 1e-3)
+    weights.resnet50_for_model(v1, (), 2e-5)  # Chainer's epsilon still leaves it positive
+
+
+def test_what_a_model_exports_is_as_held_to_the_last_bit():
+    v1 = weights.resnet50_v1_weights(INFERENCE, seed=0)
+    for zoo, (biases, epsilon) in ZOO.items():
+        exported = weights.resnet50_from_model(weights.resnet50_for_model(v1, biases, epsilon), epsilon)
+        expected = weights.as_held(v1, set(exported))
+        assert sorted(exported) == sorted(expected), zoo
+        assert all(np.array_equal(exported[name], expected[name]) for name in expected), zoo
+        assert all(np.array_equal(exported[name], v1[name]) for name in exported if not name.endswith("running_mean"))
+    # the variance's way there and back rounds to the same float32 over a wide range, for every epsilon above 1e-5
+    var = np.exp(np.random.RandomState(2).uniform(np.log(2e-3), np.log(100), 200000)).astype(np.float32)
+    arrays = {"bn1.running_var": var}
+    for epsilon in (1.001e-5, 2e-5, 1e-4, 1e-3):
+        back = weights.resnet50_from_model(weights.resnet50_for_model(arrays, (), epsilon), epsilon)
+        assert np.array_equal(back["bn1.running_var"], var), epsilon
+
+
+def test_keras_names_cover_every_convolution_and_batch_norm():
+    names = weights.keras_resnet50_names()
+    layers = weights.resnet50_layers()
+    assert set(names) == {layer.conv for layer in layers} | {layer.bn for layer in layers}
+    assert len(set(names.values())) == len(names) == 106
+    assert (names["conv1"], names["bn1"]) == ("conv1_conv", "conv1_bn")
+    assert (names["layer2.0.conv1"], names["layer2.0.downsample.1"]) == ("conv3_block1_1_conv", "conv3_block1_0_bn")
+    assert names["layer4.2.bn3"] == "conv5_block3_3_bn"
