@@ -76,7 +76,7 @@ def test_two_machines_over_loopback_take_the_two_device_step(job, tmp_path):
         init, on_one = checked / "init.npz", checked / "parallel" / "weights.npz"
     else:
         init = data_parallel.start_weights(tmp_path / "init.npz")
-        _, on_one = data_parallel.one_step(job, tmp_path / "one-machine", init, 1, {"devices": 2})  # one thread each
+        _, on_one = data_parallel.take_steps(job, tmp_path / "one-machine", init, 1, {"devices": 2})  # one thread each
     coordinator = "127.0.0.1:{}".format(free_port())
     if job.label in SHARED_FOLDER:  # a folder both "machines" mount
         (tmp_path / "rendezvous").mkdir()
@@ -84,7 +84,7 @@ def test_two_machines_over_loopback_take_the_two_device_step(job, tmp_path):
     elif job.label in EVERY_ADDRESS:  # every machine's address, machine 0's first
         coordinator += ",127.0.0.1:{}".format(free_port())
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        machines = [pool.submit(data_parallel.one_step, job, tmp_path / "machine-{}".format(rank), init, 1,
+        machines = [pool.submit(data_parallel.take_steps, job, tmp_path / "machine-{}".format(rank), init, 1,
                                 {"devices": 1, "machines": 2}, machine_rank=rank, coordinator=coordinator)
                     for rank in (0, 1)]
         (first, on_two), (second, _) = [machine.result() for machine in machines]
@@ -121,5 +121,5 @@ def test_several_machines_refuse_machine_0_s_address_where_they_need_more(label,
     require_environment(job.environment)
     init = data_parallel.start_weights(tmp_path / "init.npz")
     with pytest.raises(data_parallel.StepError, match=OTHER_COORDINATOR[label]):
-        data_parallel.one_step(job, tmp_path / "machine-0", init, 1, {"machines": 2}, machine_rank=0,
+        data_parallel.take_steps(job, tmp_path / "machine-0", init, 1, {"machines": 2}, machine_rank=0,
                                coordinator="127.0.0.1:{}".format(free_port()))
