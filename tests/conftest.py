@@ -8,7 +8,7 @@ import pytest
 from notebook_runs import NotebookRuns
 
 from runner import catalog
-from runner.run import environments, interpreters
+from runner.run import environments, for_tests, interpreters
 
 # Test files whose tests share runs that one of them makes (session fixtures, the check's folders): with pytest-xdist
 # (`run_all.py test` runs two workers) each set goes to one worker, every other test to whichever is free
@@ -28,6 +28,17 @@ def data_cache(tmp_path, monkeypatch):
     cache.mkdir()
     monkeypatch.setenv("ROSETTA_DATA_DIR", str(cache))
     return cache
+
+
+@pytest.fixture(scope="session")
+def pinned_wheels():
+    """{package: path} of the wheels `run_all.py test` obtained for the tests before pytest started, each checked
+    against its pinned hashes (runner/run/for_tests.py): the tests install from them without an index, and fail,
+    naming that command, where one is missing. Session-wide, so that it reads .envs/ before a test moves it."""
+    try:
+        return for_tests.wheels()
+    except for_tests.MissingForTests as error:
+        pytest.fail(str(error))
 
 
 def require_environment(env):

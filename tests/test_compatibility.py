@@ -1,4 +1,7 @@
-"""`common` on the oldest and newest Python and numpy it promises: 3.6 with numpy 1.19, 3.12 with numpy 2."""
+"""`common` on the oldest and newest Python and numpy it promises: 3.6 with numpy 1.19, 3.12 with numpy 2.
+
+Their environments (.envs/compat-<version>, only numpy, hash-checked) are built by `run_all.py test` before pytest
+starts (runner/run/for_tests.py); here they are only used."""
 
 import json
 import os
@@ -7,35 +10,22 @@ import subprocess
 import pytest
 
 from runner import catalog
-from runner.run import environments
-
-TARGETS = [("3.6", "numpy==1.19.5"), ("3.12", "numpy==2.4.6")]
+from runner.run import for_tests
 
 
-def compat_env(version, requirement):
-    """A cached virtual environment with only numpy, under .envs/compat-<version>; None if that Python is absent."""
-    python = environments.find_python(version)
-    if python is None:
-        return None
-    path = catalog.ENVS_DIR / ("compat-" + version)
-    stamp = path / "rosetta-stamp.txt"
-    if not (stamp.exists() and stamp.read_text() == requirement):
-        subprocess.run([python, "-m", "venv", "--clear", str(path)], check=True, capture_output=True)
-        subprocess.run([str(path / "bin" / "python"), "-m", "pip", "install", "-q", requirement],
-                       check=True, capture_output=True)
-        stamp.write_text(requirement)
-    return path / "bin" / "python"
-
-
-@pytest.mark.parametrize("version, requirement", TARGETS, ids=[v for v, _ in TARGETS])
-def test_common_works_on(version, requirement):
-    python = compat_env(version, requirement)
+@pytest.mark.parametrize("version", list(for_tests.COMPAT))
+def test_common_works_on(version, tmp_path):
+    try:
+        python = for_tests.compat_python(version)
+    except for_tests.MissingForTests as error:
+        pytest.fail(str(error))
     if python is None:
         pytest.skip("no Python {} on this machine (CI has them through pyenv)".format(version))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(catalog.REPO), str(catalog.REPO / "tests")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(catalog.REPO), str(catalog.REPO / "tests")]),
+               PYTHONDONTWRITEBYTECODE="1", TMPDIR=str(tmp_path))  # no bytecode of these Pythons in the checkout
     out = subprocess.run([str(python), str(catalog.REPO / "tests" / "compat_check.py")], capture_output=True,
-                         text=True, env=env, cwd=str(catalog.REPO))
+                         text=True, env=env, cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout.strip().splitlines()[-1])
     assert summary["python"].startswith(version + ".") and summary["status"] == "ok"
-    assert summary["numpy"] == requirement.split("==")[1]
+    assert summary["numpy"] == for_tests.COMPAT[version].version

@@ -2,6 +2,7 @@
 the Debian packages of envs/python<X.Y>-debian.txt; where neither, a one-line reason naming the command that adds it.
 The whole path on a bare machine, real packages and notebooks, is tests/test_bare_machine.py."""
 
+import shutil
 import subprocess
 import sys
 
@@ -111,22 +112,25 @@ def test_an_obtained_interpreter_is_found_only_while_its_listing_is_unchanged(ba
     assert interpreters.find(THIS) is None
 
 
-def test_a_virtual_environment_on_an_interpreter_without_ensurepip_gets_the_hash_checked_pip(bare, tmp_path):
-    """Debian's pip wheels bootstrap pip in a venv made --without-pip; here the pip wheel of this machine's cache
-    stands in for them, and the bootstrap file's hashes are checked against a folder holding the pinned wheels."""
+def test_a_virtual_environment_on_an_interpreter_without_ensurepip_gets_the_hash_checked_pip(bare, tmp_path,
+                                                                                            pinned_wheels):
+    """Debian's pip wheels bootstrap pip in a venv made --without-pip; here the pinned pip wheel that `run_all.py test`
+    obtained stands in for them, and the bootstrap file's pins install, hash-checked, from a folder holding its wheels
+    (no index: setuptools, which the stand-in lacks, can only come from there)."""
     wheels, pins = tmp_path / "wheels", tmp_path / "pinned"
-    download = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off"]
-    subprocess.run(download + ["-d", str(wheels), "pip"], check=True, capture_output=True)
-    subprocess.run(download + ["-d", str(pins), "-r", str(catalog.REQUIREMENTS_DIR / interpreters.BOOTSTRAP),
-                               "--require-hashes"], check=True, capture_output=True)
+    for folder, packages in ((wheels, ["pip"]), (pins, ["pip", "setuptools"])):
+        folder.mkdir()
+        for package in packages:
+            shutil.copy(str(pinned_wheels[package]), str(folder))
     python = interpreters.Interpreter(sys.executable, sys.version.split()[0], "test", pip_wheels=str(wheels))
     with open(str(tmp_path / "venv.log"), "w") as log:
         interpreters.create_venv(python, tmp_path / "venv", log, "demo", lambda line: None, 60,
                                  build_steps.wheel_source(str(pins)))
-    out = subprocess.run([str(tmp_path / "venv" / "bin" / "python"), "-m", "pip", "--version"], capture_output=True,
-                         text=True)
-    assert out.stdout.startswith("pip 23.0.1 "), out.stdout + out.stderr
-    assert "--require-hashes" in (tmp_path / "venv.log").read_text()
+    out = subprocess.run([str(tmp_path / "venv" / "bin" / "python"), "-m", "pip", "list", "--format=freeze",
+                          "--disable-pip-version-check"], capture_output=True, text=True)
+    assert set(out.stdout.split()) == {"pip==23.0.1", "setuptools==58.1.0"}, out.stdout + out.stderr
+    log = (tmp_path / "venv.log").read_text()
+    assert "--require-hashes" in log and "--no-index" in log
 
 
 def test_an_environment_built_on_another_python_is_not_ready(bare, monkeypatch):

@@ -3,8 +3,10 @@ checked, and refuses a file whose hash is not in it; records name the lock, and 
 
 import hashlib
 import json
+import re
+import shutil
 import subprocess
-import sys
+from pathlib import Path
 
 import pytest
 from conftest import require_environment
@@ -12,7 +14,7 @@ from conftest import require_environment
 from common import environment, results
 from runner import catalog
 from runner.report import html_pages
-from runner.run import environments, locks
+from runner.run import build_steps, environments, for_tests, locks
 
 LOCKED = [(env.name, path) for env in catalog.ENVIRONMENTS.values() for path in locks.requirement_files(env)]
 
@@ -52,12 +54,13 @@ def test_what_changed_between_two_locks_is_said_package_by_package():
 
 
 @pytest.fixture
-def six_wheels(tmp_path):
-    """A folder holding six 1.17.0's wheel, and that wheel's sha256."""
+def six_wheels(tmp_path, pinned_wheels):
+    """A folder holding six 1.17.0's wheel (a copy of the one `run_all.py test` obtained: no index is asked), and
+    that wheel's sha256."""
     folder = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
-                    "-d", str(folder), "six==1.17.0"], check=True, capture_output=True)
-    (wheel,) = folder.glob("six-*.whl")
+    folder.mkdir()
+    wheel = Path(shutil.copy(str(pinned_wheels["six"]), str(folder)))
+    assert wheel.name.startswith("six-1.17.0-")
     return folder, hashlib.sha256(wheel.read_bytes()).hexdigest()
 
 
@@ -95,6 +98,30 @@ def test_a_build_holds_exactly_its_lock_and_its_kernel_names_it(tmp_path, monkey
     spec = json.loads(environments.kernel_spec_path(env).read_text())  # the kernel the build registered
     assert spec["env"][environments.LOCK_VARIABLE] == label
     assert environments.installation(env).origin().endswith(", lock " + label)
+
+
+def test_the_wheels_the_tests_install_are_obtained_hash_checked_before_pytest(tmp_path, monkeypatch, pinned_wheels):
+    """for_tests.ensure_wheels, as `run_all.py test` runs it before pytest, here from a folder of wheels instead of
+    the index: each file checked against its pinned hashes; a changed file is neither used by the tests nor taken."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for path in pinned_wheels.values():
+        shutil.copy(str(path), str(source))
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    monkeypatch.setenv(build_steps.WHEELS_VARIABLE, str(source))
+    with pytest.raises(for_tests.MissingForTests, match=r"from \S+/envs/test-wheels, .* `python3 run_all.py test` obtains"):
+        for_tests.wheels()
+    for_tests.ensure_wheels(say=lambda line: None)
+    assert {package: path.name for package, path in for_tests.wheels().items()} == {
+        package: path.name for package, path in pinned_wheels.items()}
+    for folder in (source, tmp_path / "envs" / for_tests.WHEELS_FOLDER):
+        with open(str(folder / pinned_wheels["six"].name), "ab") as wheel:
+            wheel.write(b"changed")
+    with pytest.raises(for_tests.MissingForTests, match="six==1.17.0 without an index"):
+        for_tests.wheels()
+    with pytest.raises(environments.SetupError, match="^pip could not download six==1.17.0 from {}: six==1.17.0 does not "
+                       "match its pinned hashes; see ".format(re.escape(str(source)))):
+        for_tests.ensure_wheels(say=lambda line: None)
 
 
 BUILT = [name for name, env in catalog.ENVIRONMENTS.items() if name != "runner"]

@@ -8,7 +8,7 @@ from conftest import FIXTURES, require_environment
 
 from runner import catalog, cli
 from runner.report import table
-from runner.run import batch, browser, build_steps, debian, environments, setup_commands
+from runner.run import batch, browser, build_steps, debian, environments, for_tests, setup_commands
 
 
 def run_dirs(results):
@@ -119,7 +119,7 @@ def test_a_task_a_framework_lacks_is_a_row_that_says_why(tmp_path):
     assert [(key, task) for key, task, _ in lacking] == [("caffe", "train")]
     assert not catalog.select(["caffe"], ["train"])
     assert cli.main(["-f", "caffe", "-t", "train", "-p", "smoke", "--no-equivalence", "--data", "synthetic",
-                     "--results", str(tmp_path)]) == 0
+                     "--no-setup", "--results", str(tmp_path)]) == 0  # no job, no setup: `setup` of none is of every one
     (run_dir,) = run_dirs(tmp_path)
     records = table.load_records(run_dir)
     assert [(r["framework"], r["status"]) for r in records] == [("Caffe", "unavailable")]
@@ -292,6 +292,8 @@ def test_the_tests_go_on_without_what_the_machine_lacks_and_stop_on_a_source_tha
                "caffe": environments.MachineLacks("needs a C compiler (cc, or $CC) to build its stand-in libx.so")}
     monkeypatch.setattr(setup_commands, "build_environments", lambda names, machine, **options: (missing, {}))
     monkeypatch.setattr(browser, "ensure_browser", lambda: "/usr/bin/chromium")
+    prepared = []  # what the tests install without an index, obtained before pytest starts (here: only counted)
+    monkeypatch.setattr(for_tests, "prepare", lambda: prepared.append(True))
     monkeypatch.setattr(setup_commands.os, "chdir", lambda path: None)
     monkeypatch.setenv(environments.UNAVAILABLE_VARIABLE, "{}")
     started = []
@@ -315,7 +317,17 @@ def test_the_tests_go_on_without_what_the_machine_lacks_and_stop_on_a_source_tha
     with pytest.raises(pytest.fail.Exception, match="environment caffe is not built"):  # pytest alone: fails too
         require_environment(catalog.ENVIRONMENTS["caffe"])
     missing["caffe"] = environments.SetupError("building environment caffe failed")
+    assert run_tests(cli.parse(["test"])) == 1 and len(started) == 4 and len(prepared) == 4
+    del missing["caffe"]  # a package index that does not serve the tests' wheels: no tests, exit 1 with the reason
+    capsys.readouterr()
+
+    def index_that_does_not_serve():
+        raise environments.SetupError("pip said no")
+
+    monkeypatch.setattr(for_tests, "prepare", index_that_does_not_serve)
     assert run_tests(cli.parse(["test"])) == 1 and len(started) == 4
+    assert capsys.readouterr().err == ("run_all.py: error: what the tests install without an index could not be "
+                                       "obtained: pip said no\n")
 
 
 def test_library_aliases_link_the_system_copy_and_reach_the_kernel(tmp_path, monkeypatch):
@@ -437,7 +449,7 @@ def test_a_sweep_resumes_with_its_swept_runs(fixture_catalog, tmp_path, capsys):
                      "--results", str(tmp_path), "-q"]) == 0
     (run_dir,) = run_dirs(tmp_path)
     capsys.readouterr()
-    assert cli.main(["run", "--resume", str(run_dir), "-q"]) == 0
+    assert cli.main(["run", "--resume", str(run_dir), "--no-setup", "-q"]) == 0  # nothing left: a setup would be of all
     assert "0 of its 2 notebooks to run" in capsys.readouterr().out
 
 
@@ -470,8 +482,8 @@ def test_each_dataset_is_fetched_once_before_the_notebooks(tmp_path, data_cache,
 def test_an_absent_framework_has_rows_that_say_why(tmp_path, capsys):
     assert catalog.select(["nvcaffe"]) == [] and [a.label for a in catalog.absent_selected(["NVCaffe"])] == ["NVCaffe"]
     assert catalog.absent_selected(["pytorch"]) == [] and catalog.absent_selected() == list(catalog.ABSENT)
-    assert cli.main(["-f", "nvcaffe", "-t", "cnn,rnn", "-p", "smoke", "--no-equivalence", "--results",
-                     str(tmp_path)]) == 0
+    assert cli.main(["-f", "nvcaffe", "-t", "cnn,rnn", "-p", "smoke", "--no-equivalence", "--data", "synthetic",
+                     "--no-setup", "--results", str(tmp_path)]) == 0  # no job: a setup would be of every environment
     (run_dir,) = run_dirs(tmp_path)
     records = table.load_records(run_dir)
     assert [(r["framework"], r["task"], r["status"]) for r in records] == [

@@ -102,7 +102,8 @@ def precision_error(logits, expected):
 @pytest.mark.parametrize("job, expected", cases(), ids=lambda case: getattr(case, "stem", None))
 def test_each_variant_runs_the_framework_s_own_way_or_says_why_not(job, expected, tmp_path):
     require_environment(job.environment)
-    parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": {}}
+    parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0,
+                  "overrides": {"weights": "random"} if job.task == "inference" else {}}  # no download
     mixed = job.precision in PRECISION_ERROR and expected == "ok"
     if mixed:  # what it computed is checked too
         init, float32_logits = shared_weights(job.task, tmp_path)
@@ -167,8 +168,8 @@ def test_a_batch_size_sweep_of_inference_draws_throughput_and_latency(tmp_path):
     (job,) = catalog.select(["pytorch"], ["inference"])
     require_environment(job.environment)
     status = cli.main(["run", "-f", "pytorch", "-t", "inference", "-p", "smoke", "--sweep", "batch_size=1,2",
-                       "--device", "cpu", "--threads", "2", "--data", "synthetic", "--no-equivalence", "--no-setup",
-                       "--results", str(tmp_path), "-q"])
+                       "--device", "cpu", "--threads", "2", "--data", "synthetic", "--set", "weights=random",
+                       "--no-equivalence", "--no-setup", "--results", str(tmp_path), "-q"])
     assert status == 0
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     records = table.load_records(run_dir)

@@ -263,7 +263,7 @@ def _run(args, stopped_by):
     else:
         run_dir, jobs = None, args.jobs
     names = [env.name for env in catalog.environments_for(jobs)]
-    if args.no_setup:
+    if args.no_setup or not names:  # without a notebook to run there is nothing to build (setup's empty list is all)
         missing = [name for name in names if not environments.is_ready(catalog.ENVIRONMENTS[name])]
         if missing:
             print("run_all.py: error: environment {} is missing; build it with `python3 run_all.py setup {}`".format(

@@ -11,7 +11,7 @@ import textwrap
 
 from common import hyperparams, results, tasks
 from runner import catalog
-from runner.run import browser, compatibility, environments, interpreters, locks
+from runner.run import browser, compatibility, environments, for_tests, interpreters, locks
 
 
 def build_choice(args):
@@ -137,7 +137,9 @@ def test(args):
     Tests keep whatever builds are there (GPU builds run their smoke tests on the GPU) and build CPU ones
     where none is. An environment needing what this machine can never have (a Python no known source has, a
     tool: MachineLacks) does not stop the tests: its smoke tests are skipped with that reason. Any other build
-    failure, a package source that did not serve (SourceUnreachable) included, is exit 1 with its reason.
+    failure, a package source that did not serve (SourceUnreachable) included, is exit 1 with its reason. What the
+    tests would otherwise fetch (wheels, the compatibility environments: runner/run/for_tests.py) is obtained here
+    too, so that pytest never uses the network.
     """
     failed, _ = build_environments([], compatibility.detect(), device="cpu")
     lacked = {name: str(error) for name, error in failed.items() if isinstance(error, environments.MachineLacks)}
@@ -147,6 +149,12 @@ def test(args):
         print("run_all.py: error: environment {} could not be built, and the tests need it: {}".format(name, error),
               file=sys.stderr)
     if unbuilt:
+        return 1
+    try:
+        for_tests.prepare()
+    except environments.SetupError as error:
+        print("run_all.py: error: what the tests install without an index could not be obtained: {}".format(error),
+              file=sys.stderr)
         return 1
     try:
         print("[setup] browser: {}".format(browser.ensure_browser()))
