@@ -1,5 +1,5 @@
-"""Data parallelism computes the single-device step (runner/checks/data_parallel.py, the check run_all.py --devices N runs):
-every train notebook takes one SGD step on 2 devices and one on 1 device with the whole batch in 2 micro-batches
+"""Data parallelism computes the single-device steps (runner/checks/data_parallel.py, the check run_all.py --devices N runs):
+every train notebook takes two SGD-momentum steps on 2 devices and two on 1 device with the whole batch in 2 micro-batches
 (without the split where batch norm normalises over the whole batch), from the same weights and images, and the
 weights agree; a control run with the batch the other way differs. A notebook that cannot run on several devices
 (Keras on TensorFlow or torch) refuses, with the reason.
@@ -11,6 +11,7 @@ own two-device run, where the check ran first in this session).
 """
 
 import concurrent.futures
+import re
 import socket
 
 import pytest
@@ -20,6 +21,10 @@ from runner import catalog, run_folder
 from runner.checks import data_parallel
 
 JOBS = catalog.select(task_keys=["train"])
+# How far a framework's own float32 steps may be from the float64 steps, as a share of the steps: after two steps the
+# kinks that rounding moved leave up to a quarter of a step between them (measured: PyTorch itself 26%, TensorFlow
+# 18%, JAX 16%)
+EXACT_SHARE = 0.5
 CHECKED = {}  # job stem -> the folder of its check in this session: init.npz, parallel/weights.npz, float64/float64.npz
 
 
@@ -37,17 +42,17 @@ def test_a_data_parallel_step_is_the_single_device_step(job, tmp_path):
     assert result["moved"] > 1e-3 and result["max_abs"] < result["allowed"]
     assert result["control_max_abs"] > 0.2 * result["moved"]  # batch norm's statistics do matter
     if job.label in data_parallel.FLOAT64_REFERENCE:  # held to the exact step: as close to it as one device
-        assert result["parallel_error"] < data_parallel.REFERENCE_FACTOR * result["single_error"] < 0.1 * result["moved"]
+        assert result["parallel_error"] < data_parallel.REFERENCE_FACTOR * result["single_error"]
+        assert result["single_error"] < EXACT_SHARE * result["moved"]  # its own steps compute the float64 steps' function
         assert result["control_error"] > 0.2 * result["moved"]  # and the control is far from it
         assert run_folder.data_parallel_verdict(result).startswith("as exact as one device")
     else:
         assert result["allowed"] == data_parallel.TOLERANCE and run_folder.data_parallel_verdict(result).startswith("yes")
 
 
-# Frameworks whose train notebook runs on one machine only, and why
-ONE_MACHINE = {"Chainer": "mpiexec across machines (a host file, ssh between them) is not written yet",
-               "CNTK": "mpiexec across machines (a host file, ssh between them) is not written yet",
-               **{label: "runs on one device" for label in TRAIN_ONE_DEVICE}}
+# Frameworks whose train notebook runs on one machine only, and the words of its refusal of two
+ONE_MACHINE = {"Chainer": "this notebook runs on one machine (mpiexec across machines",
+               "CNTK": "this notebook runs on one machine (mpiexec across machines", **TRAIN_ONE_DEVICE}
 
 # Frameworks whose machines keep their own batch-norm running statistics (compared: the trained weights only)
 OWN_RUNNING_STATISTICS = {"MXNet"}  # the parameter server holds what the optimizer updates
@@ -68,9 +73,14 @@ def free_port():
 def test_two_machines_over_loopback_take_the_two_device_step(job, tmp_path):
     """Two "machines" (the notebook run twice at once, one device each, machine 0 coordinating on 127.0.0.1) form
     one group of two workers, as two devices on one machine do, and take the same step."""
-    if job.label in ONE_MACHINE:
-        pytest.skip("{}: {}".format(job.label, ONE_MACHINE[job.label]))
     require_environment(job.environment)
+    if job.label in ONE_MACHINE:  # it refuses, with the reason, before any worker starts
+        init = data_parallel.start_weights(tmp_path / "init.npz")
+        with pytest.raises(data_parallel.StepError, match=re.escape(ONE_MACHINE[job.label])) as refusal:
+            data_parallel.take_steps(job, tmp_path / "machine-0", init, 1, {"devices": 1, "machines": 2}, machine_rank=0,
+                                     coordinator="127.0.0.1:{}".format(free_port()))
+        assert refusal.value.status == "unsupported"
+        return
     checked = CHECKED.get(job.stem)
     if checked:  # the check's two-device step: the same weights, images and single thread
         init, on_one = checked / "init.npz", checked / "parallel" / "weights.npz"
@@ -101,7 +111,7 @@ def test_two_machines_over_loopback_take_the_two_device_step(job, tmp_path):
             exact = data_parallel.exact_weights(init, tmp_path / "float64", **data_parallel.single_device_run(job.label))
         trained = data_parallel.trained_names(one)
         one_error, two_error = (data_parallel.largest_difference(w, exact, trained) for w in (one, two))
-        assert two_error < data_parallel.REFERENCE_FACTOR * one_error < 0.1 * moved
+        assert two_error < data_parallel.REFERENCE_FACTOR * one_error and one_error < EXACT_SHARE * moved
     else:
         compared = data_parallel.trained_names(one) if job.label in OWN_RUNNING_STATISTICS else list(one)
         assert data_parallel.largest_difference(one, two, compared) < data_parallel.TOLERANCE

@@ -1,11 +1,10 @@
-"""Does data parallelism compute the single-device step? Each framework's train notebook takes one SGD step on 2
-devices (on the CPU: logical devices or worker processes sharing it) and one on 1 device with the whole batch, from
-the same weights and images, and the weights they export are compared. One step: a second one is not a float32
-comparison any more. Any difference in the first step, however small (TensorFlow's two programs differ by 6e-7), moves
-some ReLU and max-pool inputs across their kinks, and the second step's gradient jumps there by a share of itself, not
-of the rounding: TensorFlow's two-device step then differed from its one-device step by 0.6% of the step at lr 0.001
-and 1.2% at lr 0.1, and JAX's float32 steps from the float64 ones by half a step, so that neither TOLERANCE nor the
-float64 rule below could hold.
+"""Does data parallelism compute the single-device steps? Each framework's train notebook takes two SGD-momentum steps
+on 2 devices (on the CPU: logical devices or worker processes sharing it) and two on 1 device with the whole batch,
+from the same weights and images, and the weights they export are compared. Two steps, so that the velocity carries
+over (a first step is the same with momentum or without), at lr 0.001: any difference in the first step, however
+small, moves some ReLU and max-pool inputs across their kinks, where the second step's gradient jumps by a share of
+itself, not of the rounding. At the profile's lr 0.1 that left JAX's float32 steps half a step from the float64
+ones; at 0.001 a sixth, and the rule below holds.
 
 Batch norm keeps per-device statistics in the data-parallel step of every framework but those in
 SYNCHRONISED_BATCH_NORM, so the single-device run splits its batch in 2 micro-batches (gradients summed), which
@@ -33,15 +32,17 @@ from runner.run import environments, execution
 
 TASK = run_folder.DATA_PARALLEL_TASK
 DEVICES = 2
-CHECK_STEPS = {"warmup_steps": 0, "steps": 1, "repeats": 1, "batch_size": 8}
+CHECK_STEPS = {"warmup_steps": 0, "steps": 2, "repeats": 1, "batch_size": 8, "lr": 0.001}
 TOLERANCE = 1e-5
-# Frameworks whose one-device and data-parallel steps are different compiled programs, and why: their float32
-# rounding differs, and this step amplifies rounding (ReLU's kink, batch norm over few values: PyTorch's own float32
-# step is 7.6e-3 away from the same step in float64, of a step of 0.45), so TOLERANCE holds only for steps computed
-# the same way to the last bit. These are held instead to the exact step: the data-parallel step must be as close to
-# the float64 step (runner/checks/float64_step.py, in the PyTorch environment) as the framework's own one-device step, within
-# REFERENCE_FACTOR of its distance; a wrong reduction moves it by a large share of the step.
-FLOAT64_REFERENCE = {"JAX": "XLA compiles the one-device and the two-device step apart",
+# Frameworks whose one-device and data-parallel steps are different programs, and why: their float32 rounding
+# differs, and these steps amplify rounding (ReLU's and max pool's kinks, batch norm over few values), so TOLERANCE
+# holds only for steps computed the same way to the last bit. These are held instead to the exact steps: the
+# data-parallel steps must be as close to the float64 steps (runner/checks/float64_step.py, in the PyTorch environment)
+# as the framework's own one-device steps, within REFERENCE_FACTOR of their distance; a wrong reduction or a lost
+# velocity moves them by a large share of the step.
+FLOAT64_REFERENCE = {"TensorFlow": "the all-reduce averages the replicas' gradients where one device sums its "
+                                   "micro-batches' (6e-7 apart after one step)",
+                     "JAX": "XLA compiles the one-device and the two-device step apart",
                      "Keras (jax)": "XLA compiles the one-device and the two-device step apart"}
 REFERENCE_FACTOR = 2.0
 REFERENCE_ENVIRONMENT = "pytorch"
@@ -60,7 +61,7 @@ class StepError(RuntimeError):
 
 
 def params():
-    """The smoke profile's train hyperparameters for the check's step."""
+    """The smoke profile's train hyperparameters for the check's steps."""
     return hyperparams.for_task(TASK, "smoke", CHECK_STEPS)
 
 
@@ -77,7 +78,7 @@ def start_weights(path):
 
 
 def take_steps(job, folder, init, threads, overrides, **parameters):
-    """Run the job's notebook for the check's step from the weights file `init` in `folder` (created); return its record and
+    """Run the job's notebook for the check's steps from the weights file `init` in `folder` (created); return its record and
     the path of the weights it exported. StepError if it did not finish."""
     folder = folder.resolve()  # the notebook runs in another folder
     folder.mkdir(parents=True)
@@ -134,7 +135,7 @@ def exact_weights(init, folder, **overrides):
 
 
 def check_job(job, folder, control=False):
-    """Take the check's step on DEVICES devices and on one device with the whole batch, in DEVICES micro-batches unless
+    """Take the check's steps on DEVICES devices and on one device with the whole batch, in DEVICES micro-batches unless
     the framework synchronises batch norm (and, with `control`, on one device with the batch the other way) in
     `folder`; the result lists every failed check in 'failures'."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -184,7 +185,7 @@ def check(jobs, folder, say=print):
         if job.task != TASK or job.label in seen:
             continue
         seen.add(job.label)
-        say("[data parallel] {}: one step on {} devices and on one ...".format(job.label, DEVICES))
+        say("[data parallel] {}: {} steps on {} devices and on one ...".format(job.label, CHECK_STEPS["steps"], DEVICES))
         try:
             result = check_job(job, folder / job.stem)
         except StepError as error:

@@ -400,11 +400,11 @@ MEMORY_NOTE = ("Peak RSS: the notebook process's largest resident memory inside 
                "only host memory.")
 HOST_TO_DEVICE_NOTE = ("Inference: every framework's timed loop starts from batches in host memory (NumPy) and "
                        "includes their copy to the device.")
-DATA_PARALLEL_NOTE = ("Data-parallel step: from one weight file, does one SGD step on 2 devices (on a CPU: its logical "
-                      "devices or worker processes) give the weights of one step on one device with the same 16 "
+DATA_PARALLEL_NOTE = ("Data-parallel step: from one weight file, do two SGD-momentum steps on 2 devices (on a CPU: its "
+                      "logical devices or worker processes) give the weights of two steps on one device with the same 16 "
                       "images, split in 2 micro-batches so that batch norm sees each device's statistics (whole, "
                       "where the framework's batch norm normalises over the whole batch)? (`runner/checks/data_parallel.py`, "
-                      "on the CPU with 8 images of the smoke size per device.)")
+                      "on the CPU with 8 images of the smoke size per device, at lr 0.001.)")
 EQUIVALENCE_NOTE = ("Same as PyTorch: from one shared weight file, does the notebook compute PyTorch's logits and "
                     "training step, or ResNet-50's features? (`runner/checks/equivalence.py`, on the CPU with smoke-sized "
                     "data).")
