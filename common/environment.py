@@ -22,6 +22,17 @@ LOCK_VARIABLE = "ROSETTA_LOCK"  # set by the runner in each kernel spec: the loc
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
                     "TF_NUM_INTEROP_THREADS")
+# Variables that choose which kernels a library runs (recorded, never changed): OpenBLAS's core type (NumPy, Chainer,
+# Caffe), MKL's instruction sets, oneDNN's ISA and float32 math mode (PyTorch, TensorFlow, MXNet), TensorFlow's oneDNN
+# switch, XLA's flags, PyTorch's ATen CPU capability, NumPy's disabled CPU features
+KERNEL_VARIABLES = ("OPENBLAS_CORETYPE", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA",
+                    "DNNL_MAX_CPU_ISA", "ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE", "TF_ENABLE_ONEDNN_OPTS",
+                    "XLA_FLAGS", "ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES")
+
+
+def kernel_variables():
+    """{name: value} of the KERNEL_VARIABLES set in this process's environment."""
+    return {name: os.environ[name] for name in KERNEL_VARIABLES if name in os.environ}
 
 
 def cpu_model():
@@ -147,6 +158,8 @@ def facts(framework, framework_version, device, gpus=(), cuda=None, cudnn=None, 
         "threads": threads,
         "cpu_mhz": flops.cpu_mhz(),  # with cpu_simd, for the CPU's peak estimate (common/flops.py)
         "cpu_simd": flops.cpu_simd(),
+        "cpu_family": flops.cpu_family(),
+        "kernel_variables": kernel_variables(),
         "thread_variables": {name: os.environ[name] for name in THREAD_VARIABLES if name in os.environ},
         "computed_precision": computed_precision,
         "gpu_unused": gpu_unused,

@@ -38,7 +38,8 @@ GPU_PEAK_TFLOPS = (
 FP32_UNITS_PER_SM = {"3": 192, "5": 128, "6.0": 64, "6": 128, "7": 64, "8.0": 64, "8": 128, "9": 128, "10": 128,
                      "11": 128, "12": 128}
 # fp32 FLOPs per cycle and core: two fused multiply-add units of 512, 256 or 128 bits. AMD's Zen 4
-# (family 25) runs AVX-512 on 256-bit units ("avx512-on-256").
+# (family 25) runs AVX-512 on 256-bit units ("avx512-on-256"). cpu_simd names the families it knows; the tables
+# divide by the measured ceiling (runner/run/ceiling.py), this estimate is only shown beside it.
 CPU_FLOPS_PER_CYCLE = {"avx512": 64, "avx512-on-256": 32, "avx2": 32, "sse": 16}
 
 _CNN_CONVS = ((3, 50, 32), (50, 50, 32), (50, 100, 16), (100, 100, 16))  # (in, out, spatial size), 3x3 kernels
@@ -129,21 +130,50 @@ def gpu_peak_estimate(compute_capability, multiprocessors, clock_mhz):
     return None if units is None else multiprocessors * units * 2 * clock_mhz / 1e6
 
 
-def cpu_simd():
-    """The widest fp32 vector unit this CPU reports in /proc/cpuinfo (a CPU_FLOPS_PER_CYCLE key), or None off Linux."""
+def _cpuinfo():
+    """/proc/cpuinfo's text, or '' off Linux."""
     try:
         with open("/proc/cpuinfo") as f:
-            text = f.read()
+            return f.read()
     except OSError:
-        return None
+        return ""
+
+
+def cpu_identity(text=None):
+    """(vendor, family, model) of the CPU from /proc/cpuinfo's text (`text`, else this machine's): e.g.
+    ('AuthenticAMD', 26, 2); None for what it does not say."""
+    text = _cpuinfo() if text is None else text
+
+    def field(name):
+        found = re.search(r"^{}\s*:\s*(\S+)".format(name), text, re.M)
+        return found.group(1) if found else None
+
+    family, model = field("cpu family"), field("model")
+    return (field("vendor_id"), int(family) if family and family.isdigit() else None,
+            int(model) if model and model.isdigit() else None)
+
+
+def cpu_family(text=None):
+    """The CPU's vendor, family and model in one string, e.g. 'AuthenticAMD family 26 model 2'; None off Linux."""
+    vendor, family, model = cpu_identity(text)
+    return None if vendor is None else "{} family {} model {}".format(vendor, family, model)
+
+
+def cpu_simd(text=None):
+    """The fp32 vector units of this CPU (or of /proc/cpuinfo's `text`) as a CPU_FLOPS_PER_CYCLE key, for the families
+    the rule names: Intel's family 6 (two FMA units of its widest vector), AMD's Zen 2 (family 23 from model 0x30) and
+    Zen 3 and 4 (family 25, AVX-512 on 256-bit units). None for any other CPU (its units are unknown, never guessed)
+    or off Linux."""
+    text = _cpuinfo() if text is None else text
+    vendor, family, model = cpu_identity(text)
     flags = set(re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split()) if "flags" in text else set()
-    family = re.search(r"^cpu family\s*:\s*(\d+)", text, re.M)
-    if "avx512f" in flags:
-        amd_zen4 = "AuthenticAMD" in text and family is not None and int(family.group(1)) == 25
-        return "avx512-on-256" if amd_zen4 else "avx512"
-    if "avx2" in flags and "fma" in flags:
-        return "avx2"
-    return "sse"
+    wide = "avx512f" in flags
+    fma = "avx2" in flags and "fma" in flags
+    if vendor == "GenuineIntel" and family == 6:
+        return "avx512" if wide else "avx2" if fma else "sse"
+    if vendor == "AuthenticAMD" and (family == 25 or (family == 23 and (model or 0) >= 0x30)):
+        return "avx512-on-256" if wide else "avx2" if fma else "sse"
+    return None
 
 
 def cpu_mhz():

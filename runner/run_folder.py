@@ -10,7 +10,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from common import results, tasks
+from common import environment, results, tasks
 from runner import catalog
 
 RECORD_SUFFIX = ".result.json"  # a notebook's record: <notebook stem>[-<variant>][...].result.json
@@ -19,6 +19,7 @@ CHECKS_DIR = "equivalence"  # the checks' notebooks, weight files and verdict fi
 EQUIVALENCE_FILE = "equivalence.json"  # the same-weights check's verdicts (runner/checks/equivalence.py)
 DATA_PARALLEL_FILE = "data_parallel.json"  # the data-parallel check's verdicts (runner/checks/data_parallel.py)
 DATA_PARALLEL_TASK = "train"  # the task whose rows the data-parallel check judges
+CEILING_FILE = "ceiling.json"  # what this machine's device reached on large matrix products (runner/run/ceiling.py)
 EQUIVALENCE_TASKS = tuple(key for key, task in tasks.TASKS.items() if task.equivalence is not None)
 EQUIVALENCE_REFERENCE = "pytorch"  # the framework the same-weights check compares every other one with
 FINISHED = ("ok", "unsupported")  # statuses --resume leaves alone and the exit status accepts
@@ -60,10 +61,12 @@ def unreadable_record(path, reason):
 def read_records(run_dir):
     """(records in file-name order, problems): every record of a results folder that reads and checks; for one that
     does not, a stand-in row (unreadable_record) and a line naming the file and why."""
-    records, problems = [], []
+    records, problems, ceiling = [], [], load_ceiling(run_dir)
     for path in sorted(Path(run_dir).glob("*" + RECORD_SUFFIX)):
         try:
-            records.append(results.read_result(str(path)))
+            record = results.read_result(str(path))
+            record.setdefault("ceiling", ceiling_for(ceiling, record))  # the bound of its Util. (runner/report/table.py)
+            records.append(record)
         except (OSError, ValueError, KeyError, TypeError) as error:  # cut short, not JSON, or not a valid record
             reason = results.first_line(str(error)) or type(error).__name__
             problems.append("unreadable record: {}: {}".format(path, reason))
@@ -71,6 +74,31 @@ def read_records(run_dir):
             if stand_in is not None:
                 records.append(stand_in)
     return records, problems
+
+
+def load_ceiling(run_dir):
+    """The measured ceiling of a results folder (CEILING_FILE), or None where the run measured none (older runs)."""
+    try:
+        return json.loads((Path(run_dir) / CEILING_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def ceiling_for(ceiling, record):
+    """The measured ceiling (CEILING_FILE's contents) that bounds `record`: of its device (the CPU, or the GPU it ran
+    on) and the precision it computed in, measured on its host; with the threads it was measured with. None where
+    there is none (another host on Ray, a precision not measured, an unfinished row)."""
+    env = record.get("environment") or {}
+    host = (record.get("placement") or {}).get("host")
+    if not ceiling or record.get("status") != "ok" or (host and host != ceiling.get("host")):
+        return None
+    device = environment.gpu_used(env) or "cpu"
+    precision = env.get("computed_precision", env.get("precision")) or "fp32"
+    for measured in ceiling.get("measured") or []:
+        best = (measured.get("ceilings") or {}).get(precision)
+        if measured.get("device") == device and best:
+            return dict(best, precision=precision, threads=measured.get("threads"))
+    return None
 
 
 def load_checks(run_dir):

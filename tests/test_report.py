@@ -133,7 +133,11 @@ def test_throughput_counts_an_epochs_flops_against_the_device_peak():
     samples = 10000 // 64 * 64  # whole batches
     assert gflops == pytest.approx(flops.cnn_training_flops(params) * samples / 100.0 / 1e9) and 35 < gflops < 40
     assert peak == 2 * 2.0 * 32  # cores x GHz x FLOPs per cycle
-    assert table.utilisation_text(table.row(record)) == "{:.0f}%".format(100 * gflops / peak)
+    assert table.row(record)["utilisation_of_peak"] == pytest.approx(gflops / peak)  # beside Util., never in it
+    assert table.utilisation_text(table.row(record)) == ""  # no measured ceiling
+    record["ceiling"] = {"gflops": 4 * gflops, "path": "numpy.matmul fp32"}
+    assert table.utilisation_text(table.row(record)) == "25%"
+    record["ceiling"] = None  # a GPU row's would be its GPU's (runner/run_folder.py ceiling_for)
     record["environment"].update(device="cuda:0", gpus=["NVIDIA H100 80GB HBM3"])
     assert table.throughput(record)[1] == 67000.0
     record["environment"].update(gpus=["Some Future GPU"])
@@ -162,7 +166,7 @@ def test_gpu_rows_name_their_gpu_precision_and_peak_for_every_framework_spelling
     a10g = table.row(gpu_record("MXNet", "gpu(0)", "NVIDIA A10G", precision="tf32", details=[
         {"name": "NVIDIA A10G", "compute_capability": "8.6", "multiprocessors": 80, "max_clock_mhz": 1710.0}]))
     assert a10g["peak_gflop_per_s"] == pytest.approx(35020.8) and a10g["peak_estimated"]
-    assert table.utilisation_text(a10g).endswith("%*")
+    assert a10g["utilisation_of_peak"] is not None and table.utilisation_text(a10g) == ""  # Util.: measured only
     t4 = table.row(gpu_record("Chainer", "@cupy:0", "Tesla T4", precision="fp32"))
     assert table.device_text(t4) == "@cupy:0" and t4["peak_gflop_per_s"] == 8100.0
 

@@ -120,6 +120,7 @@ class Facts:
     gflops: Optional[float]
     peak: Optional[float]
     estimated: bool
+    ceiling: Optional[dict]  # the measured ceiling of the row's device and precision (runner/run_folder.py ceiling_for)
 
     @classmethod
     def of(cls, record):
@@ -128,7 +129,11 @@ class Facts:
         env = record.get("environment") or {}
         peak, estimated = device_peak(env) if finished else (None, False)
         return cls(record, record.get("metrics") or {}, record.get("timings") or {}, env, record.get("params") or {},
-                   achieved_gflops(record) if finished else None, peak, estimated)
+                   achieved_gflops(record) if finished else None, peak, estimated, record.get("ceiling"))
+
+    def share(self, bound):
+        """The achieved GFLOP/s over `bound`, None where either is unknown."""
+        return self.gflops / bound if self.gflops is not None and bound else None
 
     def timing(self, name, statistic):
         """A statistic ('median', 'min', ...) of one of the record's timings, None where it has none."""
@@ -196,8 +201,14 @@ FIELDS = (
     Field("duration_s", lambda f: f.record.get("duration_s")),
     Field("notebook", lambda f: f.record.get("notebook")),
     Field("gflop_per_s", lambda f: f.gflops),
-    Field("peak_gflop_per_s", lambda f: f.peak),
-    Field("utilisation", lambda f: f.gflops / f.peak if f.gflops is not None and f.peak else None),
+    Field("ceiling_gflop_per_s", lambda f: (f.ceiling or {}).get("gflops")),  # measured: runner/run/ceiling.py
+    Field("ceiling_path", lambda f: (f.ceiling or {}).get("path")),
+    Field("ceiling_library", lambda f: (f.ceiling or {}).get("library")),
+    Field("ceiling_threads", lambda f: (f.ceiling or {}).get("threads")),
+    Field("kernel_variables", lambda f: f.env.get("kernel_variables") or None),  # set where the notebook ran
+    Field("utilisation", lambda f: f.share((f.ceiling or {}).get("gflops"))),  # against the measured ceiling
+    Field("peak_gflop_per_s", lambda f: f.peak),  # the datasheet's or per-cycle figure, shown beside it
+    Field("utilisation_of_peak", lambda f: f.share(f.peak)),
     Field("num_classes", lambda f: f.params.get("num_classes")),
     Field("test_samples", lambda f: f.params.get("test_samples")),
     Field("same_as_pytorch"),  # the same-weights check's verdict (flat_rows, from the run's checks)
@@ -297,11 +308,17 @@ def version_text(r):
     return (r["framework_version"] or "") + (" (adopted)" if adopted else "")
 
 
+# How far above the measured ceiling a row may read before its cell is flagged: the ceiling's repeats and a row's
+# epochs each move by a few percent
+CEILING_NOISE = 0.05
+
+
 def utilisation_text(r):
-    """The utilisation cell, e.g. '12%' ('12%*' against an estimated GPU peak), or '' when either is unknown."""
+    """The utilisation cell against the measured ceiling, e.g. '12%'; '112%!' where it is above the ceiling by more
+    than CEILING_NOISE (UTILISATION_NOTE says why that can be); '' where the row or its ceiling is unknown."""
     if r["utilisation"] is None:
         return ""
-    return "{:.0f}%{}".format(100 * r["utilisation"], "*" if r["peak_estimated"] else "")
+    return "{:.0f}%{}".format(100 * r["utilisation"], "!" if r["utilisation"] > 1 + CEILING_NOISE else "")
 
 
 def accuracy_flag(r, task_rows):
@@ -382,11 +399,13 @@ ACCURACY_NOTE = ("Accuracy flags: 'not above chance' where a run does not beat c
                  "on real data, 'N points from median' where it lies more than 2 points from its task's median.")
 FLOPS_NOTE = ("GFLOP/s: analytic FLOPs (common/flops.py: convolutions, dense layers and GRU products; a training "
               "step counted as three forward passes; ResNet-50 v1 or v1.5 as the row's model) over the median "
-              "epoch, or per image for inference. Util.: that over the device's fp32 peak: the vendor's figure for "
-              "a listed GPU (runs that use TF32 or fp16 tensor cores can pass 100%), for another GPU an estimate "
-              "(marked *: multiprocessors x fp32 units x 2 x the clock its driver reports), or for a CPU an estimate, "
-              "cores x clock x FLOPs per cycle of its vector unit, with the clock the system reports (a CPU that "
-              "boosts above it can pass 100%).")
+              "epoch, or per image for inference. Util.: that over the measured ceiling of the row's device and "
+              "precision, the fastest large matrix product this machine's libraries reached before the notebooks "
+              "ran (runner/run/ceiling.py; the run folder's ceiling.json says which path, library and threads). A "
+              "cell marked ! is above the ceiling by more than its noise (5%): the framework computes fewer "
+              "multiply-adds than the count (Winograd or FFT convolutions) or the count does not match its model. "
+              "The vendor's or per-cycle peak, which no kernel reaches, is in the CSV and JSON beside it "
+              "(peak_gflop_per_s, utilisation_of_peak), never in this column.")
 PRECISION_NOTE = ("Precision: rows without a variant in their name compute in float32; on GPUs with TF32 tensor cores "
                   "(compute capability 8.0 and newer) every framework is set to allow TF32 for float32 matrix products "
                   "and convolutions, as TensorFlow and JAX do by default (frameworks/<name>.py, set_variant); such rows "
@@ -429,6 +448,15 @@ def row_notes(rows):
             lines.append("{}: {}.".format(label(r), r["gpu_unused"]))
         if (r["build"] or "").startswith("adopted"):
             lines.append("{}: ran on an {} interpreter, with the versions it has.".format(label(r), r["build"]))
+    ceilings = sorted({(r["computed_precision"] or "fp32", r["ceiling_gflop_per_s"], r["ceiling_path"], r["ceiling_library"],
+                        r["ceiling_threads"]) for r in rows if r["ceiling_gflop_per_s"]})
+    for precision, gflops, path, library, threads in ceilings:
+        lines.append("Util.'s ceiling, {}: {:.0f} GFLOP/s by {} ({}, {} threads).".format(
+            precision, gflops, path, library, threads))
+    variables = sorted({item for r in rows for item in (r["kernel_variables"] or {}).items()})
+    if variables:
+        lines.append("Set where the notebooks ran, choosing which kernels a library runs (recorded, not changed): {}.".format(
+            ", ".join("{}={}".format(name, value) for name, value in variables)))
     return lines
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from common import hyperparams, results, tasks
 from runner import catalog, run_folder
-from runner.run import build_steps, compatibility, environments, setup_commands
+from runner.run import build_steps, ceiling, compatibility, environments, setup_commands
 from runner.run.on_ray import RayError
 
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
@@ -292,6 +292,8 @@ def _run(args, stopped_by):
     parameters = {"device": args.device, "threads": args.threads, "seed": args.seed}
     started, interrupted, running, job_started, kind_runs = time.time(), False, None, None, []
     try:
+        if jobs and not os.environ.get(ceiling.SKIP_VARIABLE) and not (run_dir / run_folder.CEILING_FILE).exists():
+            ceiling.for_run(run_dir, args.threads, machine.gpu if args.device != "cpu" else None)  # Util.'s bound
         if getattr(args, "on", None) == "ray":
             run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machine,
                        lambda: STOP_SIGNALS[stopped_by()], kind_runs)

@@ -1,0 +1,123 @@
+"""The measured ceiling (runner/run/ceiling.py) and the Util. column against it (runner/report/table.py): fake CPUs and
+GEMM timings drive the per-cycle rule, the cache and the column; one real measurement on this machine bounds a real
+smoke run."""
+
+import json
+import time
+
+import pytest
+from conftest import require_environment
+
+from common import flops, results
+from runner import catalog, run_folder
+from runner.report import table
+from runner.run import ceiling, execution
+
+CPUINFO = """processor\t: 0
+vendor_id\t: {vendor}
+cpu family\t: {family}
+model\t\t: {model}
+model name\t: A CPU
+cpu MHz\t\t: 2596.000
+flags\t\t: fpu sse sse2 avx fma avx2 {extra}
+"""
+
+
+def cpuinfo(vendor, family, model, extra=""):
+    return CPUINFO.format(vendor=vendor, family=family, model=model, extra=extra)
+
+
+def test_the_per_cycle_rule_names_the_families_it_knows_and_no_other():
+    assert flops.cpu_simd(cpuinfo("GenuineIntel", 6, 143, "avx512f")) == "avx512"
+    assert flops.cpu_simd(cpuinfo("GenuineIntel", 6, 85)) == "avx2"
+    assert flops.cpu_simd(cpuinfo("AuthenticAMD", 25, 17, "avx512f")) == "avx512-on-256"  # Zen 4
+    assert flops.cpu_simd(cpuinfo("AuthenticAMD", 23, 49)) == "avx2"  # Zen 2
+    assert flops.cpu_simd(cpuinfo("AuthenticAMD", 23, 8)) is None  # Zen+: 128-bit units, not named
+    assert flops.cpu_simd(cpuinfo("AuthenticAMD", 26, 2, "avx512f")) is None  # Zen 5: unknown, never guessed
+    assert flops.cpu_peak_gflops(2, 2596.0, flops.cpu_simd(cpuinfo("AuthenticAMD", 26, 2, "avx512f"))) is None
+    assert flops.cpu_family(cpuinfo("AuthenticAMD", 26, 2)) == "AuthenticAMD family 26 model 2"
+
+
+def fake_probe(timings, calls):
+    """A probe that answers each path with the GFLOP/s of `timings` (or an error where it has none), counting calls."""
+    def probe(env_name, paths, threads, budget_s=ceiling.BUDGET_S):
+        calls.append((env_name, tuple(paths), threads))
+        return {path: ({"gflops": timings[path], "library": "Fake 1.0", "environment": env_name} if path in timings
+                       else {"error": "no such library"}) for path in paths}
+    return probe
+
+
+TIMINGS = {"numpy.matmul fp32": 478.0, "torch.mm fp32": 214.0, "torch.conv1x1 fp32": 412.0, "torch.mm bf16": 845.0}
+
+
+def test_the_best_path_of_each_precision_is_the_ceiling_and_a_machine_measures_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")  # the cache, and no stamps: the key has no builds
+    calls, probe = [], None
+    probe = fake_probe(TIMINGS, calls)
+    first = ceiling.cached_or_measured("cpu", 2, probe=probe, say=lambda line: None)
+    assert {p: b["path"] for p, b in first["ceilings"].items()} == {"fp32": "numpy.matmul fp32", "bf16": "torch.mm bf16"}
+    assert first["ceilings"]["fp32"]["gflops"] == 478.0 and not first["cached"]  # not MKL's slower 214
+    assert first["paths"]["torch.mm fp16"] == {"error": "no such library"}
+    assert first["key"]["threads"] == 2 and first["key"]["cpu"] and "kernel_variables" in first["key"]
+    assert len(calls) == 2  # one probe per environment
+    again = ceiling.cached_or_measured("cpu", 2, probe=probe, say=lambda line: None)
+    assert again["cached"] and again["ceilings"] == first["ceilings"] and len(calls) == 2
+    ceiling.cached_or_measured("cpu", 1, probe=probe, say=lambda line: None)  # another key: measured again
+    assert len(calls) == 4
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")  # a variable that changes a library's kernels: another key
+    assert not ceiling.cached_or_measured("cpu", 2, probe=probe, say=lambda line: None)["cached"]
+
+
+def record_of(run_dir, framework, s_per_1000, precision="fp32", device="cpu", gpus=()):
+    """A finished inference record in `run_dir` with the time per image that gives the wanted GFLOP/s."""
+    record = results.new_record(framework, "inference", "smoke")
+    record.update(status="ok", model="ResNet-50 v1.5, torchvision", params={"image_size": 224},
+                  metrics={"s_per_1000_images": s_per_1000, "images_per_s": 1000.0 / s_per_1000})
+    record["environment"] = {"device": device, "gpus": list(gpus), "computed_precision": precision, "threads": 2,
+                             "cpu_mhz": 2596.0, "cpu_simd": "avx512", "kernel_variables": {"OPENBLAS_CORETYPE": "Haswell"}}
+    results.write_result(str(run_folder.record_path(run_dir, framework + "_Inference")), record, "ok")
+    return record
+
+
+def test_util_is_against_the_measured_ceiling_and_flags_what_passes_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    written = ceiling.for_run(run_dir, 2, probe=fake_probe(TIMINGS, []), say=lambda line: None)
+    assert json.loads((run_dir / run_folder.CEILING_FILE).read_text()) == written
+    forward = flops.resnet50_forward_flops(224, "1.5")  # FLOPs of one image
+    at = {name: forward * 1000 / (gflops * 1e9) for name, gflops in
+          (("half", 239.0), ("above", 478.0 * 1.2), ("noise", 478.0 * 1.03), ("bf16", 422.5))}
+    record_of(run_dir, "Half", at["half"])
+    record_of(run_dir, "Above", at["above"])
+    record_of(run_dir, "Noise", at["noise"])
+    record_of(run_dir, "Bf", at["bf16"], precision="bf16")
+    record_of(run_dir, "Gpu", at["half"], device="cuda:0", gpus=["NVIDIA H100 80GB HBM3"])  # no GPU ceiling here
+    rows = {r["framework"]: r for r in (table.row(record) for record in table.load_records(run_dir))}
+    assert rows["Half"]["utilisation"] == pytest.approx(0.5) and table.utilisation_text(rows["Half"]) == "50%"
+    assert table.utilisation_text(rows["Above"]) == "120%!"  # flagged: past the ceiling by more than its noise
+    assert table.utilisation_text(rows["Noise"]) == "103%"  # within the noise: not flagged
+    assert rows["Bf"]["ceiling_path"] == "torch.mm bf16" and table.utilisation_text(rows["Bf"]) == "50%"
+    assert rows["Gpu"]["utilisation"] is None and rows["Gpu"]["peak_gflop_per_s"] == 67000.0  # never mixed
+    assert rows["Half"]["peak_gflop_per_s"] == pytest.approx(2 * 2.596 * 64)  # the guess, beside it
+    notes = table.row_notes(list(rows.values()))
+    assert "Util.'s ceiling, fp32: 478 GFLOP/s by numpy.matmul fp32 (Fake 1.0, 2 threads)." in notes
+    assert any("OPENBLAS_CORETYPE=Haswell" in line for line in notes)
+    old = dict(table.load_records(run_dir)[0], ceiling=None)  # a record of a run that measured no ceiling
+    assert table.utilisation_text(table.row(old)) == ""
+
+
+def test_this_machine_s_ceiling_is_measured_in_seconds_and_bounds_a_real_run(tmp_path, monkeypatch):
+    monkeypatch.delenv(ceiling.SKIP_VARIABLE, raising=False)
+    (job,) = catalog.select(["pytorch"], ["inference"])
+    require_environment(job.environment)
+    require_environment(catalog.ENVIRONMENTS["runner"])
+    started = time.monotonic()
+    measured = ceiling.measure("cpu", 2, say=lambda line: None)
+    assert time.monotonic() - started < 60  # seconds per path, and two interpreters' start
+    assert {"fp32", "bf16"} <= set(measured["ceilings"]), measured["paths"]
+    parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": {"weights": "random"}}
+    record = execution.run_job(job, tmp_path, "smoke", parameters, timeout=600, show_output=False)
+    assert record["status"] == "ok", record["error"]
+    achieved = table.achieved_gflops(record)
+    assert 0 < achieved <= measured["ceilings"]["fp32"]["gflops"] * (1 + table.CEILING_NOISE)
