@@ -121,3 +121,29 @@ def test_this_machine_s_ceiling_is_measured_in_seconds_and_bounds_a_real_run(tmp
     assert record["status"] == "ok", record["error"]
     achieved = table.achieved_gflops(record)
     assert 0 < achieved <= measured["ceilings"]["fp32"]["gflops"] * (1 + table.CEILING_NOISE)
+
+
+GPU_TIMINGS = {"torch.cuda.mm fp32": 51200.0, "torch.cuda.mm tf32": 409000.0, "torch.cuda.mm bf16": 784000.0,
+               "torch.cuda.mm fp16": 756000.0, **TIMINGS}
+
+
+def test_a_gpu_run_measures_its_gpu_too_and_each_row_takes_its_device_s_ceiling(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    h200 = {"name": "NVIDIA H200", "driver": "580.159.04"}
+    calls = []
+    written = ceiling.for_run(run_dir, 16, gpu=h200, probe=fake_probe(GPU_TIMINGS, calls), say=lambda line: None)
+    assert [m["device"] for m in written["measured"]] == ["cpu", "NVIDIA H200"]
+    assert written["measured"][1]["key"]["driver"] == "580.159.04" and written["measured"][1]["ceilings"]["tf32"][
+        "gflops"] == 409000.0
+    forward = flops.resnet50_forward_flops(224, "1.5")
+    record_of(run_dir, "Tf32", forward * 1000 / (204500.0 * 1e9), precision="tf32", device="cuda:0", gpus=["NVIDIA H200"])
+    record_of(run_dir, "Other", forward * 1000 / (204500.0 * 1e9), precision="tf32", device="cuda:0", gpus=["NVIDIA H100"])
+    rows = {r["framework"]: r for r in (table.row(record) for record in table.load_records(run_dir))}
+    assert rows["Tf32"]["ceiling_path"] == "torch.cuda.mm tf32" and table.utilisation_text(rows["Tf32"]) == "50%"
+    assert rows["Tf32"]["utilisation_of_peak"] == pytest.approx(204500.0 / 67000.0)  # the datasheet's fp32, apart
+    assert rows["Other"]["utilisation"] is None  # another GPU than the one measured
+    ceiling.for_run(tmp_path, 16, gpu=dict(h200, driver="590.1"), probe=fake_probe(GPU_TIMINGS, calls),
+                    say=lambda line: None)
+    assert [env for env, _, _ in calls].count("pytorch") == 3  # a new driver: the GPU measured again, the CPU not
