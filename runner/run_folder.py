@@ -10,7 +10,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from common import environment, results, tasks
+from common import results, tasks
 from runner import catalog
 
 RECORD_SUFFIX = ".result.json"  # a notebook's record: <notebook stem>[-<variant>][...].result.json
@@ -88,6 +88,8 @@ def ceiling_for(ceiling, record):
     """The measured ceiling (CEILING_FILE's contents) that bounds `record`: of its device (the CPU, or the GPU it ran
     on) and the precision it computed in, measured on its host; with the threads it was measured with. None where
     there is none (another host on Ray, a precision not measured, an unfinished row)."""
+    from common import environment  # NumPy with it: not at the command line's start (tests/test_runner.py)
+
     env = record.get("environment") or {}
     host = (record.get("placement") or {}).get("host")
     if not ceiling or record.get("status") != "ok" or (host and host != ceiling.get("host")):

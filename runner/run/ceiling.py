@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common import environment, flops
+from common import flops
 from runner import catalog, run_folder
 from runner.run import environments
 
@@ -43,6 +43,8 @@ def precision_of(path):
 def machine_key(device, threads, gpu=None):
     """What a ceiling depends on, as a dict: the CPU (model, family, cores) or the GPU (name, driver), the threads,
     each path's environment build (its stamp) and the variables that choose a library's kernels."""
+    from common import environment  # NumPy with it: not at the command line's start (tests/test_runner.py)
+
     paths = GPU_PATHS if device == "gpu" else CPU_PATHS
     builds = {}
     for name in sorted({env for env, _ in paths}):
@@ -64,6 +66,8 @@ def key_digest(key):
 def run_probe(env_name, paths, threads, budget_s=BUDGET_S):
     """Measure `paths` in environment `env_name`'s interpreter with `threads` threads: {path: answer}, each path
     {"error": why} where the environment is not built or the probe failed."""
+    from common import environment
+
     env = catalog.ENVIRONMENTS[env_name]
     if not environments.is_ready(env):
         return {path: {"error": "environment {} is not built".format(env_name)} for path in paths}
