@@ -12,6 +12,7 @@ own two-device run, where the check ran first in this session).
 
 import concurrent.futures
 import re
+import shutil
 import socket
 
 import pytest
@@ -28,16 +29,32 @@ EXACT_SHARE = 0.5
 CHECKED = {}  # job stem -> the folder of its check in this session: init.npz, parallel/weights.npz, float64/float64.npz
 
 
-@pytest.mark.parametrize("job", JOBS, ids=lambda job: job.stem)
-def test_a_data_parallel_step_is_the_single_device_step(job, tmp_path):
+@pytest.fixture(scope="module", params=JOBS, ids=lambda job: job.stem)
+def job(request):
+    """A train job; module-wide, so that pytest runs each job's tests one after the other."""
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def check_folder(job, tmp_path_factory, request):
+    """The folder of `job`'s check, which its test across machines reads too (0.5 GB of weights): removed once the
+    job's tests are done, unless one failed."""
+    folder = tmp_path_factory.mktemp(job.stem)
+    failed_before = request.session.testsfailed
+    yield folder
+    if request.session.testsfailed == failed_before:
+        shutil.rmtree(str(folder), ignore_errors=True)
+
+
+def test_a_data_parallel_step_is_the_single_device_step(job, check_folder):
     require_environment(job.environment)
     if job.label in TRAIN_ONE_DEVICE:
         with pytest.raises(data_parallel.StepError, match=TRAIN_ONE_DEVICE[job.label]) as refusal:
-            data_parallel.check_job(job, tmp_path, control=True)
+            data_parallel.check_job(job, check_folder, control=True)
         assert refusal.value.status == "unsupported"
         return
-    result = data_parallel.check_job(job, tmp_path, control=True)
-    CHECKED[job.stem] = tmp_path
+    result = data_parallel.check_job(job, check_folder, control=True)
+    CHECKED[job.stem] = check_folder
     assert result["failures"] == []
     assert result["moved"] > 1e-3 and result["max_abs"] < result["allowed"]
     assert result["control_max_abs"] > 0.2 * result["moved"]  # batch norm's statistics do matter
@@ -69,7 +86,6 @@ def free_port():
         return probe.getsockname()[1]
 
 
-@pytest.mark.parametrize("job", JOBS, ids=lambda job: job.stem)
 def test_two_machines_over_loopback_take_the_two_device_step(job, tmp_path):
     """Two "machines" (the notebook run twice at once, one device each, machine 0 coordinating on 127.0.0.1) form
     one group of two workers, as two devices on one machine do, and take the same step."""
