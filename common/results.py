@@ -18,6 +18,8 @@ Schema (version 1); every key is present in every record, None where it does not
                     "bf16" or "fp16"; environment.computed_precision says what was computed in (named
                     environment.precision before; added within version 1: older records lack it and are "auto")
     compile         the compile mode asked for: "default" or "on" (added within version 1, like precision)
+    settings        what decides the run's speed, its ledger (SETTINGS): {setting: value}, set by the framework's
+                    module (speed_settings); None in older records (added within version 1)
     sweep           in a sweep (run_all.py --sweep), {hyperparameter: value} of this run, set by the runner;
                     None otherwise (added within version 1)
     device          what the framework computed on, e.g. "cpu", "cuda:0"
@@ -37,6 +39,7 @@ import datetime
 import json
 import os
 import time
+from collections import OrderedDict
 
 from common import tasks, timing, variants
 
@@ -46,7 +49,31 @@ FIELDS = (
     "schema_version", "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device",
     "environment", "params", "timings", "metrics", "notebook", "started_at", "duration_s",
 )
-OPTIONAL_FIELDS = ("model", "precision", "compile", "sweep")  # present in new records, accepted missing in older ones
+OPTIONAL_FIELDS = ("model", "precision", "compile", "settings", "sweep")  # present in new records, accepted missing in older ones
+
+
+# A record's ledger: the settings that decide a row's speed, one vocabulary for every framework, so that a reader
+# sees why two rows differ; a value is None where the setting does not apply (no layout for token inputs, no
+# autotuning on a CPU)
+SETTINGS = OrderedDict([
+    ("layout", "the images' memory layout the framework computes in: NCHW or NHWC"),
+    ("compiler", "what runs the model: eager, a graph, or a compiler with its options"),
+    ("kernels", "the library that runs the convolutions and matrix products on this device"),
+    ("autotune", "whether the library times its algorithms per shape and keeps the fastest (cuDNN's benchmark mode)"),
+    ("threads", "the CPU threads the framework computes with"),
+    ("precision", "what it computes in, and by which policy (autocast, a dtype policy, a global float type)"),
+])
+
+
+def speed_settings(task, **values):
+    """A record's ledger (SETTINGS, in its order) from a framework module's values; ValueError for a name SETTINGS
+    lacks; the layout only where the task's inputs are images."""
+    unknown = sorted(set(values) - set(SETTINGS))
+    if unknown:
+        raise ValueError("speed settings: unknown {}; known: {}".format(", ".join(unknown), ", ".join(SETTINGS)))
+    if tasks.get(task).inputs != "images":
+        values["layout"] = None
+    return OrderedDict((name, values.get(name)) for name in SETTINGS)
 
 
 def new_record(framework, task, profile, variant=None, params=None, precision="auto", compile_mode="default"):

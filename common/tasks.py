@@ -32,7 +32,7 @@ class Task(object):
     """One workload: its names, its notebooks' sections, its headline figure and its equivalence case."""
 
     def __init__(self, key, notebook, title, sections, headline, metrics, digits, dataset=None, train_split=None,
-                 test_split=None, parameters=(), equivalence=None):
+                 test_split=None, parameters=(), equivalence=None, inputs="images"):
         unknown = [tag for tag in sections if tag not in SECTION_TITLES]
         if unknown:
             raise ValueError("task {}: sections without a title in SECTION_TITLES: {}".format(key, ", ".join(unknown)))
@@ -47,6 +47,7 @@ class Task(object):
         self.train_split = train_split  # samples in the whole training split (None: nothing is trained)
         self.test_split = test_split  # samples in the whole test split
         self.parameters = tuple(parameters)  # notebook parameters after PARAMETERS, the same in every framework
+        self.inputs = inputs  # "images" or "tokens": what a batch holds (an image layout matters for images only)
         # overrides of the smoke profile for the same-weights check (runner/checks/equivalence.py); None: not checked
         self.equivalence = equivalence
 
@@ -78,7 +79,7 @@ TASKS = OrderedDict((task.key, task) for task in (
     Task("rnn", "RNN", "RNN: embedding + GRU on IMDB",
          ("parameters", "imports", "setup", "data", "model", "weights", "training", "evaluation", "results"),
          headline=("train_s", "training time (s)"), metrics=("train_s", "accuracy"), digits=1,
-         dataset="IMDB", train_split=25000, test_split=25000, parameters=("init_weights", "export_weights"),
+         dataset="IMDB", train_split=25000, test_split=25000, parameters=("init_weights", "export_weights"), inputs="tokens",
          # three Adam steps (one batch, three epochs), so that beta1 and the first moment's bias correction matter (a
          # first Adam step is the same whatever the betas). beta2 0: every step is then the same whether epsilon is
          # added before the second moment's bias correction (Keras, MXNet, Chainer, CNTK) or after it (PyTorch, the

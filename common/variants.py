@@ -75,6 +75,12 @@ def note_choice(chosen, precision, float32, compile_mode):
     return chosen["computed_precision"]
 
 
+def precision_setting(computed, policy):
+    """A ledger's precision (common/results.py SETTINGS): what a run computes in, with the framework's mixed-precision
+    policy for bf16 and fp16, e.g. 'bf16 (torch.autocast)'; float32 and TF32 as they are."""
+    return "{} ({})".format(computed, policy) if computed in MIXED else computed
+
+
 def label(precision="auto", compile_mode="default"):
     """A variant's words for a row label, e.g. 'bf16 · compiled'; '' for the default run."""
     parts = [] if precision == "auto" else [precision]

@@ -116,6 +116,14 @@ def loaded_blas():
                      for folder in sorted(folders)) or None
 
 
+def speed_settings(task, dev):
+    """The record's ledger (common/results.py SETTINGS) for a Caffe notebook of `task`: NCHW, the net's layers one by
+    one, im2col convolutions on the BLAS this process loaded."""
+    return results.speed_settings(task, layout="NCHW", compiler="none: the prototxt's layers one by one",
+                                  kernels="im2col and {}".format(loaded_blas()), threads=environment.usable_cores(),
+                                  precision=chosen["computed_precision"])
+
+
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts: Caffe's Debian package and the BLAS it runs
     on."""
@@ -127,6 +135,7 @@ def start_record(task, profile, params, dev):
         gpu_unused=chosen["note"],
         extra={"package": "python3-caffe {} (Debian 11)".format(debian_version("python3-caffe")),
                "blas": loaded_blas()})
+    record["settings"] = speed_settings(task, dev)
     return record
 
 

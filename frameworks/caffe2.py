@@ -103,6 +103,17 @@ def zoo_blob(name, shape, num_classes=None):
     return prefix + ("_w" if len(shape) == 4 else "_" + BN_FIELDS[field])
 
 
+def speed_settings(task, dev):
+    """The record's ledger (common/results.py SETTINGS) for a Caffe2 notebook of `task` on `dev`: NCHW, a static net
+    of operators on the CPU device (not IDEEP, Caffe2's oneDNN device), cuDNN on a GPU."""
+    on_gpu = dev.device_type == caffe2_pb2.CUDA
+    blas = workspace.C.get_build_options().get("BLAS_INFO")
+    return results.speed_settings(
+        task, layout="NCHW", compiler="a static net of operators", autotune=False if on_gpu else None,
+        kernels="cuDNN, cuBLAS" if on_gpu else "Caffe2's CPU operators (Eigen, {} for matrix products)".format(blas),
+        threads=environment.usable_cores(), precision=chosen["computed_precision"])
+
+
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts: the torch wheel's version, its BLAS and
     oneDNN, its CUDA and cuDNN on a GPU."""
@@ -117,6 +128,7 @@ def start_record(task, profile, params, dev):
         cudnn=str(torch.backends.cudnn.version()) if on_gpu else None,
         threads=environment.usable_cores(), computed_precision=chosen["computed_precision"], gpu_unused=chosen["note"],
         extra={"torch": torch.__version__, "blas": build.get("BLAS_INFO"), "mkldnn": build.get("USE_MKLDNN")})
+    record["settings"] = speed_settings(task, dev)
     return record
 
 

@@ -73,6 +73,17 @@ def loss_scale(optimizer):
     Chainer keeps it in optimizer._loss_scale, which optimizer.update(lossfun) passes to backward the same way."""
     return optimizer._loss_scale
 
+def speed_settings(task, dev):
+    """The record's ledger (common/results.py SETTINGS) for a Chainer notebook of `task` on `dev`: NCHW, define-by-run,
+    NumPy and its BLAS on the CPU (iDeep, Chainer's oneDNN, is not installed), cuDNN through CuPy on a GPU."""
+    on_gpu = isinstance(dev, chainer.backend.GpuDevice)
+    return results.speed_settings(
+        task, layout="NCHW", compiler="define-by-run (eager)",
+        kernels="cuDNN and cuBLAS through CuPy" if on_gpu else "NumPy and its BLAS (im2col convolutions)",
+        autotune=chainer.config.autotune if on_gpu else None, threads=environment.usable_cores(),
+        precision=variants.precision_setting(chosen["computed_precision"], "mixed16: float16 links, float32 updates"))
+
+
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as Chainer (and CuPy, on a GPU) report them."""
     record = results.new_record(NAME, task, profile, params=params, precision=chosen["precision"],
@@ -86,6 +97,7 @@ def start_record(task, profile, params, dev):
     record["environment"] = environment.facts(NAME, chainer.__version__, record["device"], gpus=gpus, cuda=cuda,
                                               cudnn=cudnn, threads=environment.usable_cores(),
                                               computed_precision=chosen["computed_precision"], gpu_unused=chosen["note"])
+    record["settings"] = speed_settings(task, dev)
     return record
 
 

@@ -82,6 +82,16 @@ def mpi_launcher():
                        "setup extracted none) but no launcher; install its openmpi-bin")
 
 
+def speed_settings(task, dev):
+    """The record's ledger (common/results.py SETTINGS) for a CNTK notebook of `task` on `dev`: NCHW, CNTK's static
+    graph, its build's MKL and MKL-DNN on the CPU, cuDNN on a GPU (whose algorithms CNTK autotunes itself)."""
+    on_gpu = dev.type() == C.device.DeviceKind.GPU
+    return results.speed_settings(
+        task, layout="NCHW", compiler="CNTK's static graph",
+        kernels="cuDNN, cuBLAS" if on_gpu else "MKL and MKL-DNN (CNTK's build)",
+        autotune=True if on_gpu else None, threads=C.cntk_py.get_max_num_cputhreads(), precision=chosen["computed_precision"])
+
+
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as CNTK reports them."""
     record = results.new_record(NAME, task, profile, params=params, precision=chosen["precision"],
@@ -91,6 +101,7 @@ def start_record(task, profile, params, dev):
     record["environment"] = environment.facts(NAME, C.__version__, record["device"], gpus=gpu_names() if on_gpu else [],
                                               threads=C.cntk_py.get_max_num_cputhreads(),
                                               computed_precision=chosen["computed_precision"], gpu_unused=chosen["note"])
+    record["settings"] = speed_settings(task, dev)
     return record
 
 

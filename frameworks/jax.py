@@ -1,6 +1,8 @@
 """JAX: the device, the precision policy and the record's facts, for every JAX notebook (and Keras on JAX);
 the dtype Flax layers compute in and the fp16 loss scaling of the JAX notebooks."""
 
+import os
+
 import jax
 
 from common import environment, gpu, memory, results, variants
@@ -110,6 +112,18 @@ def cuda_version():
         return None
 
 
+def speed_settings(task, dev):
+    """The record's ledger (common/results.py SETTINGS) for a JAX notebook of `task` on `dev` (Keras on JAX names its
+    own layout and policy): NHWC (Flax's), every step through jax.jit, XLA's autotuning on a GPU unless XLA_FLAGS
+    sets --xla_gpu_autotune_level=0."""
+    on_gpu = dev.platform == "gpu"
+    kernels = "XLA: cuDNN convolutions, cuBLAS matrix products" if on_gpu else "XLA's CPU backend (Eigen)"
+    autotune = "xla_gpu_autotune_level=0" not in os.environ.get("XLA_FLAGS", "") if on_gpu else None
+    return results.speed_settings(task, layout="NHWC", compiler="XLA: jax.jit", kernels=kernels, autotune=autotune,
+                                  threads=environment.usable_cores(), precision=variants.precision_setting(
+                                      chosen["computed_precision"], "Flax layers' dtype, float32 weights"))
+
+
 def gpu_facts(on_gpu):
     """(GPU names, CUDA version, cuDNN version) as JAX reports them (it names no cuDNN); empty on a CPU run."""
     return (gpu_names(), cuda_version(), None) if on_gpu else ([], None, None)
@@ -128,6 +142,7 @@ def start_record(task, profile, params, dev):
         NAME, jax.__version__, str(dev), gpus=gpus, cuda=cuda, cudnn=cudnn, threads=environment.usable_cores(),
         computed_precision=chosen["computed_precision"], gpu_unused=chosen["note"],
         extra={"flax": flax.__version__, "optax": optax.__version__})
+    record["settings"] = speed_settings(task, dev)
     return record
 
 

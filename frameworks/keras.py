@@ -15,6 +15,11 @@ BACKEND_MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "pytorch"}
 POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 # what set_variant decided for model.compile: the compile mode, and what Keras compiles the steps with
 run = {"compile": "default", "compiler": None}
+# backend -> the tasks whose notebook computes channels-first there: torch's convolutions are NCHW ones, around which
+# Keras transposes channels-last images and kernels at every call. Measured on the CI CPU (ResNet-50, batch 32, 2
+# threads, Keras 3.15.1 on torch 2.14.1; docs/measurements.md#fast-paths): 54-76 s per 1000 images channels-first
+# against 82-101 channels-last; the CNN was 17% slower channels-first, so it stays channels-last
+CHANNELS_FIRST = {"torch": ("inference",)}
 
 
 def backend_module():
@@ -72,6 +77,33 @@ def jit_compile(task):
     return True
 
 
+def set_image_data_format(task):
+    """Set Keras' image_data_format for `task` on this backend (CHANNELS_FIRST), before the model is built, and return
+    it: "channels_first" or "channels_last"."""
+    layout = "channels_first" if task in CHANNELS_FIRST.get(keras.backend.backend(), ()) else "channels_last"
+    keras.config.set_image_data_format(layout)
+    return layout
+
+
+def layout_setting():
+    """The images' layout Keras computes in, for the ledger: its image_data_format, and what the backend does with it."""
+    if keras.config.image_data_format() == "channels_first":
+        return "NCHW (Keras' channels_first)"
+    if keras.backend.backend() == "torch":
+        return "NHWC (Keras' channels_last; the torch backend transposes to NCHW around every convolution)"
+    return "NHWC (Keras' channels_last)"
+
+
+def speed_settings(task, dev):
+    """The record's ledger (common/results.py SETTINGS): the backend's kernels, autotuning and threads, with Keras'
+    own layout, compiler and dtype policy."""
+    settings = backend_module().speed_settings(task, dev)
+    policy = "Keras' dtype policy {}".format(keras.config.dtype_policy().name)
+    settings.update(layout=layout_setting(), compiler=run["compiler"],
+                    precision=variants.precision_setting(backend_module().chosen["computed_precision"], policy))
+    return results.speed_settings(task, **settings)
+
+
 def start_record(task, profile, params, dev):
     """A new result record: Keras' version and dtype policy, what it compiles with, its backend's version, and the
     GPUs, CUDA and cuDNN the backend reports."""
@@ -87,4 +119,5 @@ def start_record(task, profile, params, dev):
         computed_precision=backend.chosen["computed_precision"], gpu_unused=backend.chosen["note"],
         extra={"backend": keras.backend.backend(), "backend_version": framework.__version__,
                "dtype_policy": keras.config.dtype_policy().name, "compiler": run["compiler"]})
+    record["settings"] = speed_settings(task, dev)
     return record

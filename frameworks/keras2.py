@@ -5,7 +5,7 @@ import importlib
 
 import keras
 
-from common import variants
+from common import results, variants
 
 NAME = "Keras 2"
 # Keras' backend name -> the module of this package that knows that framework
@@ -54,4 +54,7 @@ def start_record(task, profile, params, dev):
     record["environment"].update(framework=NAME, framework_version=keras.__version__, backend=backend,
                                  backend_version=importlib.import_module(backend).__version__,
                                  image_data_format=keras.backend.image_data_format())
+    layout = "NCHW" if keras.backend.image_data_format() == "channels_first" else "NHWC"
+    record["settings"] = results.speed_settings(task, **dict(record["settings"], layout="{} (Keras' {})".format(
+        layout, keras.backend.image_data_format())))
     return record

@@ -136,6 +136,24 @@ def start_kvstore_node(role):
     return subprocess.Popen([sys.executable, "-c", KVSTORE_NODE], env=dict(os.environ, DMLC_ROLE=role))
 
 
+def speed_settings(task, ctx):
+    """The record's ledger (common/results.py SETTINGS) for an MXNet notebook of `task` on `ctx`: NCHW, the Gluon
+    block hybridized (statically for compile_mode="on", and always in the Inference notebook), oneDNN's kernels on the
+    CPU where the build has them, cuDNN's autotuning unless MXNET_CUDNN_AUTOTUNE_DEFAULT=0."""
+    on_gpu = ctx.device_type == "gpu"
+    static = chosen["compile_mode"] == "on" or task in COMPILED_AS_WRITTEN
+    if on_gpu:
+        kernels = "cuDNN, cuBLAS"
+    else:
+        kernels = "oneDNN (MKLDNN)" if _built_with("MKLDNN") else "MXNet's own, on {}".format(
+            "OpenBLAS" if _built_with("BLAS_OPEN") else "its BLAS")
+    policy = "AMP ({})".format("bfloat16, oneDNN" if chosen["computed_precision"] == "bf16" else "float16, loss scaling")
+    return results.speed_settings(
+        task, layout="NCHW", compiler="hybridize(static_alloc, static_shape)" if static else "hybridize()",
+        kernels=kernels, autotune=os.environ.get("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1") != "0" if on_gpu else None,
+        threads=environment.usable_cores(), precision=variants.precision_setting(chosen["computed_precision"], policy))
+
+
 def start_record(task, profile, params, ctx):
     """A new result record with the device and the environment facts as MXNet reports them."""
     record = results.new_record(NAME, task, profile, params=params, precision=chosen["precision"],
@@ -147,6 +165,7 @@ def start_record(task, profile, params, ctx):
         cuda="built with CUDA" if on_gpu and _built_with("CUDA") else None,
         cudnn="built with cuDNN" if on_gpu and _built_with("CUDNN") else None,
         threads=environment.usable_cores(), computed_precision=chosen["computed_precision"], gpu_unused=chosen["note"])
+    record["settings"] = speed_settings(task, ctx)
     return record
 
 

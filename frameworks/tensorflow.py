@@ -1,6 +1,9 @@
 """TensorFlow: the device, the precision policy and the record's facts, for every TensorFlow notebook (and Keras on it);
 mixed precision and compiling ahead for the TensorFlow notebooks (Keras applies its own)."""
 
+import os
+import platform
+
 import tensorflow as tf
 
 from common import environment, gpu, memory, results, variants
@@ -136,6 +139,30 @@ def compile_ahead(step, specs, state):
             variable.assign(value)
 
 
+def compiler_setting():
+    """What runs a TensorFlow notebook's steps, for the ledger: XLA for compile_mode="on", else tf.function's graph."""
+    return "XLA: tf.function(jit_compile=True)" if chosen["compile_mode"] == "on" else "tf.function graph, no XLA"
+
+
+def speed_settings(task, dev):
+    """The record's ledger (common/results.py SETTINGS) for a TensorFlow notebook of `task` on `dev` (Keras on
+    TensorFlow names its own layout, compiler and policy): NHWC, oneDNN's kernels on an x86 CPU unless
+    TF_ENABLE_ONEDNN_OPTS=0, cuDNN's autotuning unless TF_CUDNN_USE_AUTOTUNE=0."""
+    on_gpu = gpu.device_kind(dev) == "gpu"
+    if on_gpu:
+        kernels = "cuDNN {}, cuBLAS".format(tf.sysconfig.get_build_info().get("cudnn_version"))
+    elif platform.machine() in ("x86_64", "AMD64") and os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1") != "0":
+        kernels = "oneDNN (TF_ENABLE_ONEDNN_OPTS, on by default)"
+    else:
+        kernels = "Eigen"
+    policy = "layers compute in it on float32 variables" + (", loss scaling" if chosen["computed_precision"] == "fp16" else "")
+    layout = "NCHW" if on_gpu and task == "cnn" else "NHWC"  # the CNN notebook's: cuDNN's layout on a GPU
+    return results.speed_settings(
+        task, layout=layout, compiler=compiler_setting(), kernels=kernels,
+        autotune=os.environ.get("TF_CUDNN_USE_AUTOTUNE", "1") != "0" if on_gpu else None,
+        threads=environment.usable_cores(), precision=variants.precision_setting(chosen["computed_precision"], policy))
+
+
 def gpu_facts(on_gpu):
     """(GPU names, CUDA version, cuDNN version) as TensorFlow's build reports them; empty on a CPU run."""
     if not on_gpu:
@@ -153,6 +180,7 @@ def start_record(task, profile, params, dev):
     record["environment"] = environment.facts(NAME, tf.__version__, dev, gpus=gpus, cuda=cuda, cudnn=cudnn,
                                               threads=environment.usable_cores(), computed_precision=chosen["computed_precision"],
                                               gpu_unused=chosen["note"])
+    record["settings"] = speed_settings(task, dev)
     return record
 
 

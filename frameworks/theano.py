@@ -48,6 +48,16 @@ def set_variant(dev, precision="auto", compile_mode="default"):
     return variants.note_choice(chosen, precision, float32, compile_mode)
 
 
+def speed_settings(task, dev):
+    """The record's ledger (common/results.py SETTINGS) for a Theano notebook of `task` (and Keras 2's and Lasagne's on
+    Theano): NCHW, every function compiled to C, convolutions as matrix products (CorrMM) on its BLAS."""
+    return results.speed_settings(
+        task, layout="NCHW", compiler="theano.function, compiled to C",
+        kernels="CorrMM convolutions on {}".format(theano.config.blas.ldflags or "NumPy's BLAS, through its C API"),
+        threads=environment.usable_cores(), precision="{} (floatX {})".format(chosen["computed_precision"],
+                                                                           theano.config.floatX))
+
+
 def start_record(task, profile, params, dev):
     """A new result record with the device and the environment facts as Theano reports them: floatX, the BLAS it
     links to, where it keeps its compiled modules."""
@@ -59,6 +69,7 @@ def start_record(task, profile, params, dev):
         computed_precision=chosen["computed_precision"], gpu_unused=chosen["note"],
         extra={"floatX": theano.config.floatX, "blas": theano.config.blas.ldflags or "NumPy's, through its C API",
                "compiledir": theano.config.compiledir})
+    record["settings"] = speed_settings(task, dev)
     return record
 
 

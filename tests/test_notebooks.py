@@ -9,10 +9,31 @@ import json
 import pytest
 from conftest import require_environment
 
-from common import hyperparams
+from common import hyperparams, results, tasks
 from runner import catalog
 
 JOBS = catalog.select()
+# How a notebook's source shows that it computes on NHWC images, for the frameworks whose layout is the notebook's
+# choice (Keras 3 and 2 read theirs from image_data_format): PyTorch keeps NCHW shapes in the channels-last memory
+# format; TensorFlow's CNN takes NHWC on the CPU (NCHW on a GPU)
+NHWC_IN_SOURCE = ("channels_last=True", "memory_format=torch.channels_last", 'else \\"NHWC\\"')
+
+
+def check_ledger(job, record):
+    """The record's ledger (common/results.py SETTINGS) names every setting that applies to a CPU run, and the image
+    layout it names is the one the notebook computes in."""
+    settings = record["settings"]
+    assert sorted(settings) == sorted(results.SETTINGS), settings  # a record stores its keys sorted
+    assert all(settings[name] for name in ("compiler", "kernels", "precision")), settings
+    assert settings["threads"] == 2 and settings["autotune"] is None, settings  # 2 threads, no GPU: nothing to autotune
+    assert settings["precision"].startswith(record["environment"]["computed_precision"]), settings
+    if tasks.get(job.task).inputs != "images":
+        assert settings["layout"] is None, settings
+        return
+    layout = settings["layout"].split()[0]
+    if job.framework.label not in ("Keras", "Keras 2"):
+        source = job.notebook.read_text()
+        assert any(words in source for words in NHWC_IN_SOURCE) == (layout == "NHWC"), layout
 
 
 @pytest.mark.parametrize("job", JOBS, ids=lambda job: job.stem)
@@ -24,6 +45,7 @@ def test_notebook_runs_on_its_kernel(job, notebook_runs):
     assert record["params"] == hyperparams.for_task(job.task, "smoke", overrides)
     assert record["environment"]["framework_version"] and record["environment"]["threads"] == 2
     assert record["device"] and record["data"]["source"] == "synthetic"
+    check_ledger(job, record)
     # peak resident memory of the timed blocks (common/memory.py): a process with a framework in it holds 50 MB+
     assert record["timings"]["peak_rss_bytes"] > 50 << 20 and record["timings"]["peak_rss_scope"] == "timed blocks"
     if job.task == "inference":

@@ -187,18 +187,19 @@ def test_rows_that_could_not_use_the_gpu_say_why():
 
 
 class _HTMLTables(HTMLParser):
-    """The results tables of a page (<table class="results">): per table, rows of cell texts; bar cells left out."""
+    """The tables of one class of a page (<table class="results">, say): per table, rows of cell texts; bar cells left
+    out."""
 
-    def __init__(self):
+    def __init__(self, kind):
         super().__init__()
-        self.tables, self.titles, self._title, self._cell, self._in_results = [], [], None, None, False
+        self.kind, self.tables, self.titles, self._title, self._cell, self._in_results = kind, [], [], None, None, False
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         if tag == "h2":
             self._title = ""
         elif tag == "table":
-            self._in_results = attrs.get("class") == "results"
+            self._in_results = attrs.get("class") == self.kind
             if self._in_results:
                 self.tables.append([])
                 self.titles.append(self.last_title)
@@ -223,9 +224,40 @@ class _HTMLTables(HTMLParser):
             self._cell += data
 
 
-def html_tables(page):
-    """{table title (the h2 above it): rows of cell texts, the heading row first} of an HTML page's results tables."""
-    parser = _HTMLTables()
+def test_every_row_s_ledger_is_in_the_csv_and_on_the_html_page(tmp_path):
+    fast = ok_record("PyTorch", "inference", s_per_1000_images=5.0, images_per_s=200.0)
+    fast.update(compile="on", settings=results.speed_settings(
+        "inference", layout="NHWC (channels_last memory format)", compiler="torch.compile (Inductor): freezing",
+        kernels="oneDNN", threads=2, precision="fp32"))
+    slow = ok_record("Keras", "rnn", "torch", train_s=3.0, accuracy=0.5)
+    slow["settings"] = results.speed_settings("rnn", layout="NHWC", compiler="eager", kernels="oneDNN", autotune=True,
+                                              threads=2, precision="bf16 (Keras' dtype policy mixed_bfloat16)")
+    old = ok_record("JAX", "cnn", train_s=1.0, accuracy=0.9)  # a record from before the ledger
+    run_dir = write_run(tmp_path / "run", "quick", [fast, slow, old])
+    run_report.write_report(run_dir)
+    import csv
+
+    with open(str(run_dir / "results.csv")) as f:
+        rows = {(row["framework"], row["task"]): row for row in csv.DictReader(f)}
+    assert rows["PyTorch", "inference"]["settings"] == ("layout: NHWC (channels_last memory format); compiler: "
+                                                        "torch.compile (Inductor): freezing; kernels: oneDNN; threads: 2; "
+                                                        "precision: fp32")
+    assert rows["Keras", "rnn"]["settings"].startswith("compiler: eager; kernels: oneDNN; autotune: on;")  # no layout
+    assert rows["JAX", "cnn"]["settings"] == ""
+    ledger = html_tables((run_dir / "report.html").read_text(), "settings")["What decides each row's speed"]
+    assert ledger[0] == ["Row", "Task", "Layout", "Compiler", "Kernels", "Autotune", "Threads", "Precision"]
+    assert ledger[1:] == [  # the rows with a ledger, in the table's order
+        ["PyTorch · compiled", "inference", "NHWC (channels_last memory format)", "torch.compile (Inductor): freezing",
+         "oneDNN", "-", "2", "fp32"],
+        ["Keras (torch)", "rnn", "-", "eager", "oneDNN", "on", "2", "bf16 (Keras' dtype policy mixed_bfloat16)"]]
+    with pytest.raises(ValueError, match="speed settings: unknown memory_format; known: layout, "):
+        results.speed_settings("cnn", memory_format="NHWC")
+
+
+def html_tables(page, kind="results"):
+    """{table title (the h2 above it): rows of cell texts, the heading row first} of an HTML page's tables of class
+    `kind` (the results tables by default)."""
+    parser = _HTMLTables(kind)
     parser.feed(page)
     return dict(zip(parser.titles, parser.tables))
 

@@ -122,7 +122,7 @@ def allowed_imports(module):
 
 
 def test_each_framework_module_imports_only_its_framework():
-    stdlib = {"atexit", "importlib", "json", "logging", "os", "shutil", "subprocess", "sys", "tempfile", "types"}
+    stdlib = {"atexit", "importlib", "json", "logging", "os", "platform", "shutil", "subprocess", "sys", "tempfile", "types"}
     modules = sorted((catalog.REPO / "frameworks").glob("*.py"))
     assert {env.framework_module for env in catalog.ENVIRONMENTS.values() if env.framework_module} <= {
         path.stem for path in modules}

@@ -49,3 +49,9 @@ def test_a_backend_s_refusal_is_reworded_as_the_framework_s_that_runs_on_it():
     assert str(refused.value) == "Keras 2 on Theano cannot run precision=bf16: no bfloat16"
     with variants.refused_as("Keras 2"):
         pass  # nothing refused: nothing raised
+
+
+def test_a_ledger_names_the_mixed_policy_and_leaves_float32_as_it_is():
+    assert variants.precision_setting("bf16", "torch.autocast") == "bf16 (torch.autocast)"
+    assert variants.precision_setting("fp16", "AMP") == "fp16 (AMP)"
+    assert variants.precision_setting("tf32", "torch.autocast") == "tf32" == variants.precision_setting("tf32", None)

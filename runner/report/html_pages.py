@@ -10,6 +10,7 @@ import base64
 import html
 from pathlib import Path
 
+from common import results
 from runner import run_folder
 from runner.report import table
 
@@ -115,6 +116,23 @@ def _environment_table(records):
     return "\n".join(lines)
 
 
+def _settings_table(records):
+    """Every row's ledger (common/results.py SETTINGS): what decides its speed, one column per setting."""
+    names = list(results.SETTINGS)
+    lines = ['<table class="settings"><tr><th>Row</th><th>Task</th>' + "".join(
+        '<th title="{}">{}</th>'.format(_e(results.SETTINGS[name]), _e(name.capitalize())) for name in names) + "</tr>"]
+    for record in records:
+        settings = record.get("settings")
+        if not settings:
+            continue
+        row = table.row(record)
+        cells = [table.label(row), row["task"]] + [
+            "-" if settings.get(name) is None else table.setting_text(settings[name]) for name in names]
+        lines.append("<tr>" + "".join("<td>{}</td>".format(_e(c)) for c in cells) + "</tr>")
+    lines.append("</table>")
+    return "\n".join(lines)
+
+
 def run_page(run_dir, records, links, checks=None):
     """The report page of one run folder as HTML; `checks` defaults to the run's equivalence checks."""
     if checks is None:
@@ -135,6 +153,10 @@ def run_page(run_dir, records, links, checks=None):
         if sweeps and plot.exists():  # inline, so that the page stays one self-contained file
             body.append('<p><img alt="{}" src="data:image/png;base64,{}"></p>'.format(
                 alt, base64.b64encode(plot.read_bytes()).decode("ascii")))
+    if any(record.get("settings") for record in records):  # records from before the ledger have none
+        body += ["<h2>What decides each row's speed</h2>", _settings_table(records),
+                 '<p class="note">Each row\'s ledger, from its record: its image layout, what runs its model, the '
+                 'library under it, autotuning, threads and precision policy; - where a setting does not apply.</p>']
     body += ["<h2>Environment</h2>", _environment_table(records),
              '<p class="note">Each framework name links to its executed notebook. Tables: results.md, results.csv, '
              'results.json; plot: results.png.</p>']

@@ -162,6 +162,20 @@ def _milliseconds(value):
     return 1000 * value if value is not None else None
 
 
+def setting_text(value):
+    """One value of a record's ledger for a table: True and False as on and off, the rest as it is."""
+    return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else str(value)
+
+
+def settings_text(settings):
+    """A record's ledger (common/results.py SETTINGS) on one line, the settings that apply, e.g. 'layout: NCHW;
+    compiler: hybridize(); threads: 2'; None for a record without one."""
+    if not settings:
+        return None
+    return "; ".join("{}: {}".format(name, setting_text(settings[name])) for name in results.SETTINGS
+                     if settings.get(name) is not None)  # in SETTINGS' order (a record stores its keys sorted)
+
+
 @dataclasses.dataclass(frozen=True)
 class Field:
     """One field of the flat rows, declared once: its name (a results.csv column and a results.json key, in FIELDS'
@@ -220,6 +234,7 @@ FIELDS = (
     Field("peak_estimated", lambda f: f.estimated if f.peak else None),
     Field("precision", lambda f: f.record.get("precision") or "auto"),  # asked for: --precision, the notebook's
     Field("compile_mode", lambda f: f.record.get("compile") or "default"),  # asked for: --compile, the notebook's
+    Field("settings", lambda f: settings_text(f.record.get("settings"))),  # what decides its speed: its ledger
     Field("sweep_key", lambda f: f.sweep(0)),
     Field("sweep_value", lambda f: f.sweep(1)),
     Field("samples_per_s", lambda f: samples_per_s(f.record)),
