@@ -32,7 +32,7 @@ class Task(object):
     """One workload: its names, its notebooks' sections, its headline figure and its equivalence case."""
 
     def __init__(self, key, notebook, title, sections, headline, metrics, digits, dataset=None, train_split=None,
-                 test_split=None, parameters=(), equivalence=None, inputs="images"):
+                 test_split=None, parameters=(), equivalence=None, inputs="images", compile_modes=("default",)):
         unknown = [tag for tag in sections if tag not in SECTION_TITLES]
         if unknown:
             raise ValueError("task {}: sections without a title in SECTION_TITLES: {}".format(key, ", ".join(unknown)))
@@ -48,6 +48,9 @@ class Task(object):
         self.test_split = test_split  # samples in the whole test split
         self.parameters = tuple(parameters)  # notebook parameters after PARAMETERS, the same in every framework
         self.inputs = inputs  # "images" or "tokens": what a batch holds (an image layout matters for images only)
+        # the compile modes (common/variants.py) a run gives the task's notebooks where --compile, --precision and
+        # --sweep are not given: each is a row of its table
+        self.compile_modes = tuple(compile_modes)
         # overrides of the smoke profile for the same-weights check (runner/checks/equivalence.py); None: not checked
         self.equivalence = equivalence
 
@@ -73,6 +76,9 @@ TASKS = OrderedDict((task.key, task) for task in (
          ("parameters", "imports", "setup", "data", "model", "weights", "inference", "results"),
          headline=("s_per_1000_images", "s per 1000 images"), metrics=("s_per_1000_images", "images_per_s"),
          digits=2, parameters=("init_weights", "export_weights"),
+         # each framework's compiled inference beside its default: where a framework's guide recommends a compiler for
+         # inference (torch.compile with freezing, XLA, a static hybridize), only that row shows what it reaches
+         compile_modes=("default", "on"),
          # the smoke profile's two 96x96 images per batch; features, not time; no download of ImageNet weights, which
          # the shared ones replace
          equivalence={"repeats": 1, "weights": "random"}),

@@ -301,10 +301,10 @@ def absent_selected(frameworks=None):
     return [a for a in ABSENT if a.key in keys]
 
 
-def expand(jobs, precisions=("auto",), compile_modes=("default",), sweep=None):
-    """Each job once per precision, compile mode and (sweep = (hyperparameter, values)) swept value, grouped under its
-    framework variant and task in that order; a swept hyperparameter multiplies only the tasks that have it, the others
-    run once."""
+def expand(jobs, precisions=("auto",), compile_modes=None, sweep=None):
+    """Each job once per precision, compile mode (None: its task's own, common/tasks.py) and (sweep = (hyperparameter,
+    values)) swept value, grouped under its framework variant and task in that order; a swept hyperparameter multiplies
+    only the tasks that have it, the others run once."""
     from common import hyperparams
 
     expanded = []
@@ -313,7 +313,8 @@ def expand(jobs, precisions=("auto",), compile_modes=("default",), sweep=None):
         if sweep and sweep[0] in hyperparams.FULL[job.task]:
             values = [(sweep[0], value) for value in sweep[1]]
         expanded += [dataclasses.replace(job, precision=precision, compile_mode=mode, sweep=value)
-                     for precision in precisions for mode in compile_modes for value in values]
+                     for precision in precisions for mode in compile_modes or tasks.get(job.task).compile_modes
+                     for value in values]
     return expanded
 
 

@@ -89,7 +89,8 @@ def build_parser():
     run.add_argument("--precision", dest="precisions", type=_names, help="comma-separated, each a row: " + "; ".join(
         "{} = {}".format(k, v) for k, v in variants.PRECISIONS.items()) + " (default auto)")
     run.add_argument("--compile", dest="compile_modes", type=_names, help="comma-separated, each a row: " + "; ".join(
-        "{} = {}".format(k, v) for k, v in variants.COMPILE_MODES.items()) + " (default default)")
+        "{} = {}".format(k, v) for k, v in variants.COMPILE_MODES.items()) + " (default: each task's own, common/tasks.py: "
+        "inference default and on, the others default; default alone with --precision or --sweep)")
     run.add_argument("--sweep", type=_sweep, metavar="KEY=V1,V2,...", help="run each notebook whose task has the "
                      "hyperparameter once per value, and plot throughput against it, e.g. --sweep batch_size=1,8,32")
     run.add_argument("--devices", type=int, metavar="N", help="data-parallel training on 1 and on N devices (GPUs, or "
@@ -175,6 +176,9 @@ def parse(argv):
     if args.command == "run":
         if args.resume is not None:
             resume_parameters(args)
+        if args.resume is None and args.compile_modes is None and (args.precisions or args.sweep):
+            # --precision or --sweep is a comparison of its own: the default compile mode only, unless --compile says
+            args.compile_modes = ["default"]
         for name, default in RUN_DEFAULTS.items():
             if getattr(args, name) is None:
                 setattr(args, name, default)
@@ -243,14 +247,13 @@ def parse(argv):
                 raise UsageError("no such results folder: {}".format(run_dir))
     return args
 
-RUN_DEFAULTS = {"profile": "quick", "data": "auto", "device": "auto", "seed": 0, "precisions": ["auto"],
-                "compile_modes": ["default"]}
+RUN_DEFAULTS = {"profile": "quick", "data": "auto", "device": "auto", "seed": 0, "precisions": ["auto"]}
 
 
 def check_variants(args):
     """Refuse (UsageError) a precision or compile mode that common/variants.py does not know, or one named twice."""
     for option, names, known in (("--precision", args.precisions, variants.PRECISIONS),
-                                 ("--compile", args.compile_modes, variants.COMPILE_MODES)):
+                                 ("--compile", args.compile_modes or [], variants.COMPILE_MODES)):
         unknown = [name for name in names if name not in known]
         if unknown:
             raise UsageError("{} {}: use one or more of {}".format(option, ", ".join(unknown), ", ".join(known)))

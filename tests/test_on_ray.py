@@ -363,7 +363,7 @@ def test_a_smoke_run_of_pytorch_and_tensorflow_through_ray(tmp_path):
         require_environment(catalog.ENVIRONMENTS[name])
     assert cli.main(["run", "-f", "pytorch,tensorflow", "-t", "cnn,inference", "-p", "smoke", "--data", "synthetic",
                      "--set", "weights=random", "--no-equivalence", "-q", "--results", str(tmp_path), "--on", "ray",
-                     "--no-setup"]) == 0  # random weights: no zoo's download of ImageNet's is tried
+                     "--no-setup", "--compile", "default"]) == 0  # random weights: no download of ImageNet's is tried
     (run_dir,) = run_dirs(tmp_path)
     records = records_by_stem(run_dir)
     assert sorted(records) == ["PyTorch_CNN", "PyTorch_Inference", "TensorFlow_CNN", "TensorFlow_Inference"]

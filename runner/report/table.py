@@ -617,12 +617,22 @@ def columns_for(task, checks=None):
     return [c for c in COLUMNS if c.applies(task) and (checked or not c.needs_checks)]
 
 
+def refused_variant(r):
+    """True for a variant row its framework refused (status 'unsupported': no such mode there), which a table names in
+    a note under it rather than as an empty row."""
+    return r["status"] == "unsupported" and not is_default(r)
+
+
 def task_table(task, rows, checks=None):
-    """The table of one task from its flat rows (row()), in the order given."""
+    """The table of one task from its flat rows (row()), in the order given; refused variant rows go to its notes, one
+    line each with the framework's reason."""
+    refused = [r for r in rows if refused_variant(r)]
+    rows = [r for r in rows if not refused_variant(r)]
     context = Context(task, rows, checks or {})
     columns = [c for c in columns_for(task, checks) if not c.needs_values or any(r[c.key] is not None for r in rows)]
     return Table(task.title, columns, [Row([column.text(r, context) for column in columns], r) for r in rows],
-                 row_notes(rows), task)
+                 row_notes(rows) + ["{}: not run, {}.".format(label(r), status_text(r).rstrip(".")) for r in refused],
+                 task)
 
 
 def build(records, checks=None):
