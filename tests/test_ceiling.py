@@ -147,3 +147,23 @@ def test_a_gpu_run_measures_its_gpu_too_and_each_row_takes_its_device_s_ceiling(
     ceiling.for_run(tmp_path, 16, gpu=dict(h200, driver="590.1"), probe=fake_probe(GPU_TIMINGS, calls),
                     say=lambda line: None)
     assert [env for env, _, _ in calls].count("pytorch") == 3  # a new driver: the GPU measured again, the CPU not
+
+
+def test_a_gpu_without_pytorch_takes_jax_s_products_as_its_ceiling(tmp_path, monkeypatch):
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    jax_only = {"jax.dot fp32": 48000.0, "jax.dot tf32": 380000.0, "jax.dot bf16": 700000.0, **TIMINGS}
+    measured = ceiling.cached_or_measured("gpu", 16, {"name": "NVIDIA H100", "driver": "590.1"},
+                                          probe=fake_probe(jax_only, []), say=lambda line: None)
+    assert {p: b["path"] for p, b in measured["ceilings"].items()} == {
+        "fp32": "jax.dot fp32", "tf32": "jax.dot tf32", "bf16": "jax.dot bf16"}  # fp16: neither answered
+    both = dict(jax_only, **{"torch.cuda.mm bf16": 750000.0})
+    measured = ceiling.measure("gpu", 16, {"name": "NVIDIA H100"}, probe=fake_probe(both, []), say=lambda line: None)
+    assert measured["ceilings"]["bf16"]["path"] == "torch.cuda.mm bf16"  # where both answer, the faster
+
+
+def test_jax_s_probe_runs_in_its_environment_and_says_when_it_has_no_gpu():
+    env = catalog.ENVIRONMENTS["jax"]
+    require_environment(env)
+    paths = [path for name, path in ceiling.GPU_PATHS if name == "jax"]
+    answers = ceiling.run_probe("jax", paths, 1, budget_s=0.1)
+    assert answers == {path: {"error": "no GPU that JAX can use", "environment": "jax"} for path in paths}

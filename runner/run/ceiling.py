@@ -4,7 +4,7 @@ GFLOP/s by it (runner/report/table.py), where a datasheet or per-cycle peak is a
 a guessed clock and vector width put too low.
 
 Before the notebooks, a run measures every path the machine offers (PATHS: NumPy's BLAS in the runner's environment,
-PyTorch's MKL and oneDNN on the CPU, PyTorch's CUDA matmul per precision on a GPU), each in its environment's
+PyTorch's MKL and oneDNN on the CPU, PyTorch's CUDA matmul and JAX's dot per precision on a GPU), each in its environment's
 interpreter (runner/run/gemm_probe.py) with the run's threads, for a few seconds, and keeps the best path of each
 precision: a slow library path is not the machine's ceiling. The answer is cached per machine in .envs/ (keyed by the
 CPU or GPU, the threads, the driver, the environments' builds and the variables that choose a library's kernels) and
@@ -31,8 +31,11 @@ SKIP_VARIABLE = "ROSETTA_NO_CEILING"
 # (environment, path) the machine may offer; a path's last word is its precision
 CPU_PATHS = (("runner", "numpy.matmul fp32"), ("pytorch", "torch.mm fp32"), ("pytorch", "torch.conv1x1 fp32"),
              ("pytorch", "torch.mm bf16"), ("pytorch", "torch.conv1x1 bf16"), ("pytorch", "torch.mm fp16"))
+# on a GPU, PyTorch's and JAX's (XLA's) matrix products: the best of each precision, so that a machine without one of
+# the two environments still has its GPU's ceiling
 GPU_PATHS = (("pytorch", "torch.cuda.mm fp32"), ("pytorch", "torch.cuda.mm tf32"), ("pytorch", "torch.cuda.mm bf16"),
-             ("pytorch", "torch.cuda.mm fp16"))
+             ("pytorch", "torch.cuda.mm fp16"), ("jax", "jax.dot fp32"), ("jax", "jax.dot tf32"), ("jax", "jax.dot bf16"),
+             ("jax", "jax.dot fp16"))
 
 
 def precision_of(path):

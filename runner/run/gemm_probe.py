@@ -1,7 +1,7 @@
 """How fast one environment's libraries multiply large dense matrices: the paths of runner/run/ceiling.py, measured.
 
-Run as a script in an environment's interpreter (it imports only the standard library, NumPy and, for the torch paths,
-PyTorch):
+Run as a script in an environment's interpreter (it imports only the standard library, NumPy and, for their paths,
+PyTorch or JAX):
     python runner/run/gemm_probe.py '{"paths": ["numpy.matmul fp32", ...], "threads": 2, "budget_s": 2.0}'
 It prints one JSON object: {path: {"gflops": the best of its repeats, "library": what computed it, "size": n,
 "repeats": k, "seconds": the best repeat's}} or {path: {"error": why}} for a path it cannot take.
@@ -90,15 +90,45 @@ def measure_torch(path, threads, budget_s):
     return {"gflops": flops / seconds / 1e9, "library": library, "size": size, "repeats": repeats, "seconds": seconds}
 
 
+JAX_MATMUL_PRECISION = {"fp32": "highest", "tf32": "tensorfloat32"}  # else the arrays' own type, at "default"
+
+
+def measure_jax(path, threads, budget_s):
+    """jax.numpy.dot on the first GPU JAX sees, in the path's precision: fp32 at matmul precision "highest" (no TF32),
+    tf32 at "tensorfloat32", bf16 and fp16 as arrays of that type."""
+    import jax
+    import jax.numpy as jnp
+
+    precision = path.rsplit(" ", 1)[1]
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:  # no GPU backend: a CPU build, or no driver
+        gpus = []
+    if not gpus:
+        return {"error": "no GPU that JAX can use"}
+    dtype = getattr(jnp, TORCH_DTYPES[precision])
+    a, b = (jax.device_put(jax.random.normal(key, (GPU_SIZE, GPU_SIZE), dtype), gpus[0])
+            for key in jax.random.split(jax.random.PRNGKey(0)))
+    with jax.default_matmul_precision(JAX_MATMUL_PRECISION.get(precision, "default")):
+        product = jax.jit(jnp.dot)
+        seconds, repeats = best_seconds(lambda: product(a, b).block_until_ready(), lambda: None, budget_s)
+    return {"gflops": 2 * GPU_SIZE ** 3 / seconds / 1e9, "library": "JAX {} ({})".format(jax.__version__, gpus[0].device_kind),
+            "size": GPU_SIZE, "repeats": repeats, "seconds": seconds}
+
+
+def measure_for(path):
+    """The function that measures `path`, by its library: NumPy, JAX or PyTorch."""
+    return {"numpy": measure_numpy, "jax": measure_jax}.get(path.split(".", 1)[0], measure_torch)
+
+
 def main(request_json):
     """Measure every path of the request; print the answers as one JSON object."""
     request = json.loads(request_json)
     threads = int(request.get("threads") or os.cpu_count() or 1)
     answers = {}
     for path in request["paths"]:
-        measure = measure_numpy if path.startswith("numpy") else measure_torch
         try:
-            answers[path] = measure(path, threads, float(request.get("budget_s", 2.0)))
+            answers[path] = measure_for(path)(path, threads, float(request.get("budget_s", 2.0)))
         except (ImportError, RuntimeError, ValueError, TypeError) as error:  # a library or dtype this machine lacks
             answers[path] = {"error": "{}: {}".format(type(error).__name__, str(error).splitlines()[0] if str(error) else "")}
     print(json.dumps(answers))
