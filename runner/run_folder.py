@@ -86,10 +86,12 @@ def load_ceiling(run_dir):
 
 def ceiling_for(ceiling, record):
     """The measured ceiling (CEILING_FILE's contents) that bounds `record`: of its device (the CPU, or the GPU it ran
-    on) and the precision it computed in, measured on its host; with the threads it was measured with. None where
-    there is none (another host on Ray, a precision not measured, an unfinished row)."""
+    on) and the precision it computed in, measured on its host (a record run on a Ray node carries its node's, which
+    comes first); with the threads it was measured with. None where there is none (another host without its own, a
+    precision not measured, an unfinished row)."""
     from common import environment  # NumPy with it: not at the command line's start (tests/test_runner.py)
 
+    ceiling = record.get("node_ceiling") or ceiling  # its Ray node's, runner/run/on_ray.py
     env = record.get("environment") or {}
     host = (record.get("placement") or {}).get("host")
     if not ceiling or record.get("status") != "ok" or (host and host != ceiling.get("host")):

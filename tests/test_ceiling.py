@@ -2,6 +2,7 @@
 GEMM timings drive the per-cycle rule, the cache and the column; one real measurement on this machine bounds a real
 smoke run."""
 
+import dataclasses
 import json
 import time
 
@@ -167,3 +168,25 @@ def test_jax_s_probe_runs_in_its_environment_and_says_when_it_has_no_gpu():
     paths = [path for name, path in ceiling.GPU_PATHS if name == "jax"]
     answers = ceiling.run_probe("jax", paths, 1, budget_s=0.1)
     assert answers == {path: {"error": "no GPU that JAX can use", "environment": "jax"} for path in paths}
+
+
+def test_a_notebook_run_on_a_ray_node_carries_its_node_s_ceiling(tmp_path, monkeypatch):
+    from runner.run import on_ray
+
+    monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    ceiling.for_run(run_dir, 2, probe=fake_probe(TIMINGS, []), say=lambda line: None)  # the head's: 478 fp32
+    node = dict(ceiling.here(4, probe=fake_probe({"torch.mm fp32": 1000.0}, []), say=lambda line: None), host="node-7")
+    forward = flops.resnet50_forward_flops(224, "1.5")
+    record = record_of(tmp_path, "Far", forward * 1000 / (250.0 * 1e9))  # 250 GFLOP/s, written where the node left it
+    (job,) = catalog.select(["pytorch"], ["inference"])
+    job = dataclasses.replace(job, framework=dataclasses.replace(job.framework, label="Far", notebook_prefix="Far"))
+    placement = {"host": "node-7", "node_ip": "10.0.0.7", "threads": 4}
+    for answer_ceiling, expected in ((node, "25%"), (None, "")):  # its node's; without one, not the head's
+        answer = {"status": "ok", "error": None, "elapsed": 1.0, "notebook": None, "ceiling": answer_ceiling,
+                  "record": json.dumps(record), "placement": placement}
+        landed = on_ray.land(job, run_dir, "smoke", answer)
+        assert landed.get("node_ceiling") == answer_ceiling
+        (row,) = [table.row(r) for r in table.load_records(run_dir) if r["framework"] == "Far"]
+        assert table.utilisation_text(row) == expected and row["ceiling_threads"] == (4 if answer_ceiling else None)

@@ -154,15 +154,22 @@ def cpu_clock(measured, threads):
             "implied_mhz": best / (threads * per_cycle) * 1000.0 if best and per_cycle else None}
 
 
-def for_run(run_dir, threads, gpu=None, probe=run_probe, say=print):
-    """Write the run's measured ceilings into `run_dir` (CEILING_FILE): the CPU's with the run's `threads`, with the
-    per-cycle estimate beside it, and the GPU's where the run computes on `gpu` (nvidia-smi's dict); say each in one
-    line; return the file's contents."""
+def here(threads, gpu=None, probe=run_probe, say=print):
+    """This machine's measured ceilings, as CEILING_FILE holds them: {"host", "measured": [the CPU's with `threads`,
+    the per-cycle estimate beside it; the GPU's where `gpu` (nvidia-smi's dict) is given]}, each from this machine's
+    cache or measured now."""
     measured = [cached_or_measured("cpu", threads, None, probe, say=say)]
     measured[0].update(cpu_clock(measured[0], threads))
     if gpu:
         measured.append(cached_or_measured("gpu", threads, gpu, probe, say=say))
-    found = {"host": socket.gethostname(), "measured": measured}
+    return {"host": socket.gethostname(), "measured": measured}
+
+
+def for_run(run_dir, threads, gpu=None, probe=run_probe, say=print):
+    """Write the run's measured ceilings into `run_dir` (CEILING_FILE): here()'s, with the run's `threads` and the GPU
+    it computes on; say each in one line; return the file's contents."""
+    found = here(threads, gpu, probe, say)
+    measured = found["measured"]
     (Path(run_dir) / run_folder.CEILING_FILE).write_text(json.dumps(found, indent=1) + "\n")
     for one in measured:
         shown = ", ".join("{} {:.0f} GFLOP/s ({})".format(precision, best["gflops"], best["path"])

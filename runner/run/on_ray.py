@@ -29,7 +29,7 @@ from pathlib import Path
 
 from common import results, tasks
 from runner import catalog, run_folder
-from runner.run import environments
+from runner.run import ceiling, environments
 
 RAY_VERSION = "2.60.0"
 TOKEN_VARIABLE = "ROSETTA_RAY_TOKEN"  # the cluster's token (Ray's token authentication), on every node and the head
@@ -395,6 +395,15 @@ def gpu_names(indices):
     return [names.get(index, "?") for index in indices] if names else []
 
 
+def task_gpu(indices):
+    """nvidia-smi's dict of the first of this machine's GPUs of those indices (its name and driver, for the ceiling's
+    key), or None for a task without a GPU."""
+    if not indices:
+        return None
+    from runner.run import compatibility
+    return next((gpu for gpu in compatibility.detect().gpus if gpu.get("index") == indices[0]), None)
+
+
 def run_on_node(spec, placements):
     """The Ray task: run one notebook on this node into a private folder; return the executed notebook, the record's
     text and where it ran. A notebook's failure is an answer, not an exception (Ray retries only lost workers)."""
@@ -415,13 +424,16 @@ def run_on_node(spec, placements):
         parameters["threads"] = max(1, usable_cores() // max(1, gpus))
     started = time.time()
     try:
+        node_ceiling = None
+        if not os.environ.get(ceiling.SKIP_VARIABLE):  # Util.'s bound where the notebook runs, cached on this node
+            node_ceiling = ceiling.here(parameters["threads"], task_gpu(gpu_ids), say=lambda line: None)
         dataset = tasks.TASKS[spec["task"]].dataset
         if parameters.get("data_source") == "real" and dataset is not None:  # this node's copy, fetched once
             from common import datasets
             datasets.download(datasets.REMOTE_FILES[dataset])
         status, error = execution.run_notebook(catalog.REPO / spec["notebook"], output, spec["kernel"], parameters,
                                                work, spec["timeout"], show_output=False)
-        return {"status": status, "error": error, "elapsed": round(time.time() - started, 3),
+        return {"status": status, "error": error, "elapsed": round(time.time() - started, 3), "ceiling": node_ceiling,
                 "notebook": output.read_bytes() if output.exists() else None,
                 "record": record_path.read_text() if record_path.exists() else None,
                 "placement": {"host": socket.gethostname(), "node_ip": this.get("NodeManagerAddress"),
@@ -450,8 +462,10 @@ def land(job, run_dir, profile, answer):
         write_whole(record_path, answer["record"])
     elif record_path.exists():
         record_path.unlink()  # an earlier attempt's (a resumed run's failed row): this attempt left none
-    return execution.finish_record(job, run_dir, profile, answer["status"], answer["error"], answer["elapsed"],
-                                   extra={"placement": answer["placement"]})
+    extra = {"placement": answer["placement"]}
+    if answer.get("ceiling"):  # the node's own (run_folder.ceiling_for prefers it to the run folder's)
+        extra["node_ceiling"] = answer["ceiling"]
+    return execution.finish_record(job, run_dir, profile, answer["status"], answer["error"], answer["elapsed"], extra=extra)
 
 
 def lost(job, profile, why, elapsed):
