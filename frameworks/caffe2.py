@@ -87,6 +87,15 @@ RESNET50_BLOCKS = ["layer{}.{}".format(stage, block) for stage, blocks in enumer
                    for block in range(blocks)]
 
 
+def inference_device(dev):
+    """The device the Inference notebook computes on: IDEEP, Caffe2's device of oneDNN operators, in place of the CPU
+    where this build has it (measured on the CI CPU, ResNet-50 at batch 32 with 2 threads: 31 s per 1000 images against
+    59 on the CPU device, features within 1.9e-6 of the largest; docs/measurements.md#fast-paths); a GPU as it is."""
+    if dev.device_type == caffe2_pb2.CPU and workspace.C.use_mkldnn:
+        return core.DeviceOption(caffe2_pb2.IDEEP, 0, random_seed=dev.random_seed)
+    return dev
+
+
 def zoo_blob(name, shape, num_classes=None):
     """The model zoo ResNet-50's blob of a canonical (torchvision) weight name, e.g. layer2.0.conv2.weight ->
     comp_3_conv_2_w; the classifier's (fc.weight, fc.bias) is last_out_L<num_classes>_w or _b."""
@@ -105,12 +114,17 @@ def zoo_blob(name, shape, num_classes=None):
 
 def speed_settings(task, dev):
     """The record's ledger (common/results.py SETTINGS) for a Caffe2 notebook of `task` on `dev`: NCHW, a static net
-    of operators on the CPU device (not IDEEP, Caffe2's oneDNN device), cuDNN on a GPU."""
+    of operators on the CPU device, or IDEEP (Caffe2's oneDNN device) where the notebook took it, cuDNN on a GPU."""
     on_gpu = dev.device_type == caffe2_pb2.CUDA
     blas = workspace.C.get_build_options().get("BLAS_INFO")
+    if on_gpu:
+        kernels = "cuDNN, cuBLAS"
+    elif dev.device_type == caffe2_pb2.IDEEP:
+        kernels = "oneDNN (Caffe2's IDEEP device)"
+    else:
+        kernels = "Caffe2's CPU operators (Eigen, {} for matrix products)".format(blas)
     return results.speed_settings(
-        task, layout="NCHW", compiler="a static net of operators", autotune=False if on_gpu else None,
-        kernels="cuDNN, cuBLAS" if on_gpu else "Caffe2's CPU operators (Eigen, {} for matrix products)".format(blas),
+        task, layout="NCHW", compiler="a static net of operators", autotune=False if on_gpu else None, kernels=kernels,
         threads=environment.usable_cores(), precision=chosen["computed_precision"])
 
 
