@@ -17,8 +17,8 @@ POLICIES = {"bf16": "mixed_bfloat16", "fp16": "mixed_float16"}
 run = {"compile": "default", "compiler": None}
 # backend -> the tasks whose notebook computes channels-first there: torch's convolutions are NCHW ones, around which
 # Keras transposes channels-last images and kernels at every call. Measured on the CI CPU (ResNet-50, batch 32, 2
-# threads, Keras 3.15.1 on torch 2.14.1; docs/measurements.md#fast-paths): 54-76 s per 1000 images channels-first
-# against 82-101 channels-last; the CNN was 17% slower channels-first, so it stays channels-last
+# threads, Keras 3.15.1 on torch 2.14.1; docs/measurements.md#fast-paths): 54-78 s per 1000 images channels-first
+# against 82-102 channels-last; the CNN was 17% slower channels-first, so it stays channels-last
 CHANNELS_FIRST = {"torch": ("inference",)}
 
 

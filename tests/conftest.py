@@ -24,6 +24,21 @@ TRAIN_ONE_DEVICE = {"Keras (tensorflow)": "implemented for the JAX backend only"
                     "Keras (torch)": "implemented for the JAX backend only"}
 
 
+@pytest.fixture(autouse=True)
+def stays_in_its_folder():
+    """Fail a test that leaves this process in another working folder (which its tmp_path, removed once it passes,
+    may be: every later test of the worker would then fail to start a process), and put the process back."""
+    before = os.getcwd()
+    yield
+    try:
+        after = os.getcwd()
+    except FileNotFoundError:
+        after = None
+    if after != before:
+        os.chdir(before)
+        pytest.fail("the test left this process in {} (it was in {})".format(after or "a removed folder", before))
+
+
 @pytest.fixture
 def data_cache(tmp_path, monkeypatch):
     """An empty download cache that common.datasets uses instead of data/."""

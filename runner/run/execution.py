@@ -151,8 +151,11 @@ def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout,
 def _execute(input_path, output_path, kernel_name, parameters, cwd, timeout, show_output, deadline, kills_before):
     """papermill's run of one notebook, its outcome as (status, error)."""
     try:
-        papermill.execute_notebook(
-            str(input_path), str(output_path), parameters=parameters, kernel_name=kernel_name, cwd=str(cwd),
+        papermill.execute_notebook(  # the kernel starts in `cwd` (nbclient's resources), this process stays where it is:
+            # papermill's own cwd= would chdir the whole process, and two notebooks started at once from two threads
+            # (the machines of a data-parallel test) would leave it in one of their folders
+            str(input_path), str(output_path), parameters=parameters, kernel_name=kernel_name,
+            resources={"metadata": {"path": str(Path(cwd).resolve())}},
             log_output=show_output, progress_bar=False, start_timeout=120, request_save_on_cell_execute=True,
             execution_timeout=timeout, timeout_func=lambda cell: max(1, int(deadline - time.monotonic())),
             kernel_manager_class=WatchedKernelManager,
