@@ -52,12 +52,11 @@ def set_variant(dev, precision="auto", compile_mode="default"):
     the GPU has it and precision allows; returns the precision computed in ("fp32", "tf32", "bf16" or "fp16")."""
     tf32 = dev.type == "cuda" and environment.tf32_allowed("{}.{}".format(*torch.cuda.get_device_capability(dev)))
     float32 = variants.float32_mode(NAME, precision, tf32, "this GPU" if dev.type == "cuda" else "the CPU")
-    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # PyTorch 2.9 and newer
-        torch.backends.cuda.matmul.fp32_precision = "tf32" if float32 == "tf32" else "ieee"
-        torch.backends.cudnn.conv.fp32_precision = "tf32" if float32 == "tf32" else "ieee"
-    else:
-        torch.backends.cuda.matmul.allow_tf32 = float32 == "tf32"
-        torch.backends.cudnn.allow_tf32 = float32 == "tf32"
+    # the API that every reader of the setting understands: PyTorch 2.9's per-backend `fp32_precision` makes the
+    # global getter raise, and Inductor 2.11's autotuning (max_autotune, the compiled inference) reads that getter:
+    # "mix of the legacy and new APIs", measured on an H100 (docs/measurements.md). "high" is TF32 for matrix products
+    torch.set_float32_matmul_precision("high" if float32 == "tf32" else "highest")
+    torch.backends.cudnn.allow_tf32 = float32 == "tf32"
     compiler = os.environ.get("CXX", "g++")  # the C++ compiler Inductor calls
     if compile_mode == "on" and dev.type == "cpu" and not _on_path(compiler):
         variants.refuse(NAME, "compile_mode", compile_mode, "torch.compile (Inductor) builds C++ kernels for the CPU "

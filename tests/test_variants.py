@@ -1,8 +1,14 @@
 """common/variants.py: the precision and compile-mode names, the float32 decision, refusals and row labels."""
 
+import json
+import subprocess
+
 import pytest
+from conftest import require_environment
 
 from common import results, variants
+from runner import catalog
+from runner.run import environments
 
 
 def test_the_float32_mode_follows_the_precision_and_the_device():
@@ -55,3 +61,30 @@ def test_a_ledger_names_the_mixed_policy_and_leaves_float32_as_it_is():
     assert variants.precision_setting("bf16", "torch.autocast") == "bf16 (torch.autocast)"
     assert variants.precision_setting("fp16", "AMP") == "fp16 (AMP)"
     assert variants.precision_setting("tf32", "torch.autocast") == "tf32" == variants.precision_setting("tf32", None)
+
+
+PYTORCH_TF32_SETTINGS = """
+import json, sys, torch
+from frameworks import pytorch
+torch.cuda.get_device_capability = lambda dev=None: (9, 0)  # an H100, as far as set_variant asks
+answers = {}
+for precision in ("auto", "fp32", "tf32"):
+    pytorch.set_variant(torch.device("cuda"), precision)
+    # what Inductor's autotuning reads (torch 2.11, max_autotune), and the per-backend settings of 2.9 and newer
+    answers[precision] = [torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32,
+                          torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.fp32_precision]
+json.dump(answers, sys.stdout)
+"""
+
+
+def test_pytorchs_tf32_setting_is_one_that_inductor_can_read():
+    """On an H100, PyTorch 2.11's compiled inference failed in Inductor's autotuning ("mix of the legacy and new
+    APIs") after set_variant used the per-backend fp32_precision; every reader must get an answer, and the right one."""
+    env = catalog.ENVIRONMENTS["pytorch"]
+    require_environment(env)
+    done = subprocess.run([str(environments.interpreter(env)), "-c", PYTORCH_TF32_SETTINGS], cwd=str(catalog.REPO),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = json.loads(done.stdout)
+    assert answers["auto"] == answers["tf32"] == ["high", True, True, "tf32"]
+    assert answers["fp32"] == ["highest", False, False, "ieee"]
