@@ -268,8 +268,9 @@ def read_imdb_npz(path):
                 list(f["x_test"]), np.asarray(f["y_test"], dtype=np.int64))
 
 
-def synthetic_imdb(train_samples=25000, test_samples=25000, seed=0, dictionary_size=88000):
-    """Generate IMDB-like word-index reviews whose label shows in a class-dependent choice of words."""
+def synthetic_imdb(train_samples=25000, test_samples=25000, seed=0, dictionary_size=88000, longest=400):
+    """Generate IMDB-like word-index reviews whose label shows in a class-dependent choice of words, 30 to `longest`
+    words long (less one)."""
     rng = np.random.RandomState(seed)
     signal_words = rng.choice(np.arange(30, 3000), size=(2, 30), replace=False)
 
@@ -277,7 +278,7 @@ def synthetic_imdb(train_samples=25000, test_samples=25000, seed=0, dictionary_s
         labels = rng.randint(0, 2, size=count).astype(np.int64)
         reviews = []
         for label in labels:
-            length = rng.randint(30, 400)
+            length = rng.randint(30, longest)
             # Frequent words dominate, as in real text: ranks drawn log-uniformly.
             words = np.exp(rng.uniform(0.0, np.log(dictionary_size), size=length)).astype(np.int64) + 1
             marks = rng.uniform(size=length)
@@ -297,7 +298,8 @@ def load_imdb(source="auto", vocab_size=30000, maxlen=150, train_samples=None, t
     """Return IMDB as int32 (N, maxlen) token arrays under the Keras conventions, and int64 0/1 labels."""
     (x_train, y_train, x_test, y_test), kind, description = _real_or_synthetic(
         IMDB_FILE, source, directory, read_imdb_npz,
-        lambda: synthetic_imdb(train_samples or 25000, test_samples or 25000, seed),
+        # reviews as long as IMDB's (most under 400 words), and longer where more tokens are asked for (a sweep)
+        lambda: synthetic_imdb(train_samples or 25000, test_samples or 25000, seed, longest=max(400, maxlen)),
         "synthetic IMDB stand-in (class-dependent word choice), seed {}".format(seed))
     rng = np.random.RandomState(seed)
     train_index = _subset(np.arange(len(y_train)), y_train, train_samples, rng)[0]

@@ -70,6 +70,20 @@ def rnn_training_flops(params):
     return 3 * rnn_forward_flops(params)
 
 
+def transformer_forward_flops(params):
+    """FLOPs of one review through the encoder: per layer the four projections (query, key, value, output), the
+    attention scores and their weighted sum of values over every pair of positions (padding included: it is masked,
+    not skipped), the feed-forward block's two products; then the classifier. Norms, softmax and GELU not counted."""
+    length, width, units = params["maxlen"], params["model_dim"], params["feedforward_units"]
+    per_layer = 4 * 2 * length * width * width + 2 * 2 * length * length * width + 2 * 2 * length * width * units
+    return params["layers"] * per_layer + 2 * width * params["num_classes"]
+
+
+def transformer_training_flops(params):
+    """FLOPs of one review's training step: three forward passes (the embeddings' gradient needs the input one)."""
+    return 3 * transformer_forward_flops(params)
+
+
 def resnet50_forward_flops(image_size=224, version="1.5"):
     """FLOPs of one image through ResNet-50 up to the global average pool.
 
@@ -109,8 +123,9 @@ def resnet50_training_flops(params):
 
 
 def training_flops(task, params):
-    """FLOPs of one sample's training step for "cnn", "rnn" or "train"."""
-    return {"cnn": cnn_training_flops, "rnn": rnn_training_flops, "train": resnet50_training_flops}[task](params)
+    """FLOPs of one sample's training step for "cnn", "rnn", "transformer" or "train"."""
+    return {"cnn": cnn_training_flops, "rnn": rnn_training_flops, "transformer": transformer_training_flops,
+            "train": resnet50_training_flops}[task](params)
 
 
 def gpu_peak_tflops(name):

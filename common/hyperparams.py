@@ -1,4 +1,4 @@
-"""Hyperparameters of the three workloads and the run profiles (full, quick, smoke), in one place.
+"""Hyperparameters of the workloads and the run profiles (full, quick, smoke), in one place.
 
 Notebooks receive a profile name (and optional overrides) as papermill parameters and call
 `for_task` to get the numbers they train with; nothing else in the project repeats them.
@@ -47,6 +47,28 @@ FULL = {
         "train_samples": None,
         "test_samples": None,
     },
+    # A pre-norm encoder (layer norm before attention and before the feed-forward block, and once after the last
+    # layer): it trains from the first step without a learning-rate warm-up, which the post-norm original needs
+    "transformer": {
+        "epochs": 3,
+        "batch_size": 64,
+        "lr": 5e-4,
+        "beta1": 0.9,
+        "beta2": 0.999,
+        "eps": 1e-8,
+        "weight_decay": 0.01,  # AdamW's decoupled decay, of every weight (biases, norms and embeddings too)
+        "vocab_size": 30000,
+        "maxlen": 150,  # tokens per review, and so the positions the position embedding has
+        "model_dim": 128,
+        "heads": 4,
+        "layers": 4,
+        "feedforward_units": 512,  # with exact (erf) GELU between its two dense layers
+        "dropout": 0.1,  # on the embeddings' sum and on each block's output before its residual sum
+        "norm_epsilon": 1e-5,
+        "num_classes": 2,
+        "train_samples": None,
+        "test_samples": None,
+    },
     "train": {
         "devices": 1,  # data-parallel workers per machine: GPUs, or on the CPU processes (or devices) sharing its cores
         "machines": 1,  # machines taking part, each with `devices` workers (the notebook runs on each: README)
@@ -72,6 +94,7 @@ PROFILES = {
         "cnn": {"epochs": 3, "train_samples": 1536, "test_samples": 512},
         "inference": {"batches": 1, "repeats": 3},
         "rnn": {"epochs": 3, "train_samples": 1024, "test_samples": 512},
+        "transformer": {"epochs": 3, "train_samples": 1024, "test_samples": 512},
         "train": {"batch_size": 8, "warmup_steps": 1, "steps": 2, "repeats": 3},
     },
     "smoke": {
@@ -80,6 +103,7 @@ PROFILES = {
         # which CNTK requires; frameworks that pad past the input's edge would accept 64.
         "inference": {"batch_size": 2, "batches": 2, "repeats": 2, "image_size": 96},
         "rnn": {"epochs": 1, "train_samples": 256, "test_samples": 128},
+        "transformer": {"epochs": 1, "train_samples": 256, "test_samples": 128},
         "train": {"batch_size": 2, "image_size": 96, "num_classes": 10, "warmup_steps": 1, "steps": 1, "repeats": 2},
     },
 }
@@ -148,6 +172,8 @@ RULES = {
     "lr": Rule("number", 0.0), "eps": Rule("number", 0.0, why="added to a denominator"),
     "momentum": _PROBABILITY, "beta1": _PROBABILITY, "beta2": _PROBABILITY,
     "conv_dropout": _PROBABILITY, "dense_dropout": _PROBABILITY,
+    "model_dim": _count(), "heads": _count(), "layers": _count(), "feedforward_units": _count(),
+    "dropout": _PROBABILITY, "weight_decay": Rule("number", 0.0), "norm_epsilon": Rule("number", 0.0, why="added to a variance"),
     "devices": _count(), "machines": _count(), "micro_batches": _count(), "warmup_steps": _count(0), "steps": _count(),
 }
 
@@ -162,6 +188,9 @@ def check_values(task, params):
     if params.get("batch_size", 0) % params.get("micro_batches", 1):
         raise ValueError("hyperparameter micro_batches={!r} for task {}: must divide batch_size={}".format(
             params["micro_batches"], task, params["batch_size"]))
+    if params.get("model_dim", 0) % params.get("heads", 1):
+        raise ValueError("hyperparameter heads={!r} for task {}: must divide model_dim={}".format(
+            params["heads"], task, params["model_dim"]))
     for key in ("train_samples", "test_samples"):
         if params.get(key) is not None and params[key] < params["batch_size"]:
             raise ValueError("hyperparameter {}={!r} for task {}: must be at least batch_size={} (whole batches "

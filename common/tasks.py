@@ -93,6 +93,16 @@ TASKS = OrderedDict((task.key, task) for task in (
          # with a tiny eps a gradient that float32 rounding decides would divide it (tests/test_check_controls.py:
          # the NumPy RNN with its sums in another order moves weights by 3.4 with eps 1e-8, by 1.5e-6 with 1e-5)
          equivalence={"train_samples": 64, "test_samples": 64, "epochs": 3, "beta2": 0.0, "eps": 1e-5}),
+    Task("transformer", "Transformer", "Transformer: encoder on IMDB",
+         ("parameters", "imports", "setup", "data", "model", "weights", "training", "evaluation", "results"),
+         headline=("train_s", "training time (s)"), metrics=("train_s", "accuracy"), digits=1,
+         dataset="IMDB", train_split=25000, test_split=25000, parameters=("init_weights", "export_weights"), inputs="tokens",
+         # as the RNN's: the logits at the shared weights, then three AdamW steps with beta2 0 (a step is lr * m / (|g| +
+         # eps) plus the decay), dropout off (every framework draws its own masks); but eps 1e-3: with 1e-5 an element
+         # whose gradient falls from 1e-3 to float32 noise (4.7e-7 in MXNet, 6.4e-8 in PyTorch) steps by up to 100 times
+         # that noise, so that correct rows ended 1e-3 apart after three steps, and so did the NumPy model with its
+         # batch reversed (1.7e-4); with 1e-3 it ends within 1.2e-7 (tests/test_check_controls.py)
+         equivalence={"train_samples": 64, "test_samples": 64, "epochs": 3, "beta2": 0.0, "eps": 1e-3, "dropout": 0.0}),
     # Data-parallel training throughput: not checked against PyTorch (equivalence None); each framework's
     # data-parallel step is checked against its own single-device step instead (tests/test_data_parallel.py)
     Task("train", "Train", "Train: ResNet-50, data-parallel training throughput",

@@ -1,4 +1,4 @@
-"""Framework-neutral weights of the CNN and the RNN: canonical names and layouts, reference values, .npz files.
+"""Framework-neutral weights of every task: canonical names and layouts, reference values, .npz files.
 
 Every framework's notebook can start from the same numbers (`init_weights`) and save what it trained
 (`export_weights`), converting between its own layouts and the canonical ones below in a few lines.
@@ -24,6 +24,16 @@ Canonical layouts (float32):
   recurrent product (cuDNN's and PyTorch's GRU, Keras's reset_after=True):
       r = sigmoid(x Wr + bir + h Ur + bhr);  z = sigmoid(x Wz + biz + h Uz + bhz)
       n = tanh(x Wn + bin + r * (h Un + bhn));  h' = (1 - z) * n + z * h
+- transformer, a pre-norm encoder: "embedding/tokens" (vocab_size, model_dim), "embedding/positions" (maxlen,
+  model_dim), summed; per layer i "layer<i>/attention_norm/{scale,bias}", "layer<i>/attention/{query,key,value,output}/
+  {kernel,bias}" (model_dim, model_dim) and (model_dim,), "layer<i>/feedforward_norm/{scale,bias}",
+  "layer<i>/feedforward/hidden/{kernel,bias}" (model_dim, units) and "layer<i>/feedforward/output/{kernel,bias}"
+  (units, model_dim); "final_norm/{scale,bias}"; "fc/kernel" (model_dim, classes), "fc/bias". Dense kernels (in, out)
+  as above. Head h of the query, key and value projections is their output columns h*d:(h+1)*d (d = model_dim / heads),
+  and the output projection's input rows h*d:(h+1)*d: the layout of (batch, length, heads, d) flattened in C order
+      a = LN(x); x = x + (softmax(q_h k_h^T / sqrt(d) + mask) v_h for each h, concatenated) Wo + bo
+      x = x + GELU(LN(x) W1 + b1) W2 + b2          (erf GELU; LN with norm_epsilon; no dropout at inference)
+  then the final LN, the mean over the review's tokens that are not padding, and the classifier
 """
 
 import collections
@@ -59,11 +69,30 @@ def shapes(task, params):
             "gru/bias_input": (3 * units,), "gru/bias_recurrent": (3 * units,),
             "fc/kernel": (units, params["num_classes"]), "fc/bias": (params["num_classes"],),
         }
+    if task == "transformer":
+        return transformer_shapes(params)
     if task == "inference":
         return resnet50_shapes()
     if task == "train":  # with its classifier, under torchvision's names and layout (out, in)
         return dict(resnet50_shapes(), **{"fc.weight": (params["num_classes"], 2048), "fc.bias": (params["num_classes"],)})
     raise ValueError("no canonical weights for task {!r}; tasks with them: {}".format(task, ", ".join(tasks.TASKS)))
+
+
+def transformer_shapes(params):
+    """{name: shape} of the encoder's canonical weights (the module docstring's transformer layout)."""
+    width, units, classes = params["model_dim"], params["feedforward_units"], params["num_classes"]
+    out = {"embedding/tokens": (params["vocab_size"], width), "embedding/positions": (params["maxlen"], width),
+           "final_norm/scale": (width,), "final_norm/bias": (width,), "fc/kernel": (width, classes), "fc/bias": (classes,)}
+    for layer in range(params["layers"]):
+        prefix = "layer{}/".format(layer)
+        for norm in ("attention_norm", "feedforward_norm"):
+            out.update({prefix + norm + "/scale": (width,), prefix + norm + "/bias": (width,)})
+        for projection in ("query", "key", "value", "output"):
+            out.update({prefix + "attention/" + projection + "/kernel": (width, width),
+                        prefix + "attention/" + projection + "/bias": (width,)})
+        out.update({prefix + "feedforward/hidden/kernel": (width, units), prefix + "feedforward/hidden/bias": (units,),
+                    prefix + "feedforward/output/kernel": (units, width), prefix + "feedforward/output/bias": (width,)})
+    return out
 
 
 ConvBN = collections.namedtuple("ConvBN", "conv bn out_channels in_channels size")
@@ -105,7 +134,8 @@ def optional_shapes(task):
 
 
 def reference_weights(task, params, seed=0):
-    """Deterministic weights for `task` from `seed`: uniform(+-1/sqrt(fan_in)) like PyTorch's layers, embedding N(0, 1).
+    """Deterministic weights for `task` from `seed`: uniform(+-1/sqrt(fan_in)) like PyTorch's layers, embeddings N(0, 1),
+    layer norms' scales in 0.8-1.2 and shifts in +-0.1.
 
     ResNet-50 (tasks "inference" and "train"): He-normal convolutions, batch-norm scales and variances in 0.8-1.2,
     shifts and means in +-0.1; its classifier (train) uniform(+-1/sqrt(2048)).
@@ -124,8 +154,14 @@ def reference_weights(task, params, seed=0):
                 out[name] = rng.uniform(-0.1, 0.1, size=shape)
         return {name: value.astype(np.float32) for name, value in out.items()}
     for name, shape in sorted(shapes(task, params).items()):
-        if name == "embedding":
+        if name.startswith("embedding"):
             out[name] = rng.normal(0.0, 1.0, size=shape)
+            continue
+        if name.endswith("/scale"):  # a layer norm: away from identity, so that scale and shift cannot be mixed up
+            out[name] = rng.uniform(0.8, 1.2, size=shape)
+            continue
+        if name.endswith("norm/bias"):
+            out[name] = rng.uniform(-0.1, 0.1, size=shape)
             continue
         if name.startswith("gru/"):
             fan_in = shape[-1] // 3  # PyTorch's GRU: every weight and bias from +-1/sqrt(units)

@@ -2,6 +2,8 @@
 KERAS_BACKEND=theano). Theano 1.0.5 on Python 3.8, CPU only: its GPU back end is gone from current CUDA."""
 
 import theano
+import theano.tensor.blas
+from theano.gof.utils import MethodNotDefined
 
 from common import environment, results, variants
 from frameworks.probe import check_gpu
@@ -10,6 +12,18 @@ NAME = "Theano"
 # what choose_device and set_variant decided, for the record: the precision and compile mode asked for, and the
 # precision computed in
 chosen = {"note": None, "precision": "auto", "computed_precision": "fp32", "compile_mode": "default"}
+
+
+def _batched_dot_in_numpy(self, *args, **kwargs):
+    raise MethodNotDefined("BatchedDot's C code needs a BLAS library: without one, NumPy's np.dot per matrix (perform)")
+
+
+# Theano 1.0.5 without a BLAS library (blas.ldflags empty, as here) compiles its NumPy-based stand-ins for sgemm_ and
+# dgemm_ into each BLAS op's module with another signature than the extern "C" one that BatchedDot's C code takes the
+# address of, so a graph with T.batched_dot (Lasagne's attention, Keras 2's K.batch_dot) fails to load ("undefined
+# symbol: dgemm_"). Such an op then runs its Python implementation, an np.dot per matrix; no other op is affected.
+if not theano.config.blas.ldflags:
+    theano.tensor.blas.BatchedDot.c_code = _batched_dot_in_numpy
 
 
 def gpu_names():

@@ -90,6 +90,8 @@ class Variant:
     # {task: {array: why}}: arrays that one training step changes differently from PyTorch's although the
     # function is the same (runner/checks/equivalence.py checks that the rest agrees and that these still differ)
     step_differences: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
+    # {task: why}: tasks whose notebook cannot compute PyTorch's function on this variant alone (Framework's below)
+    not_equivalent: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +153,12 @@ class Job:
     def environment(self) -> Environment:
         return ENVIRONMENTS[self.variant.env]
 
+    @property
+    def not_equivalent(self) -> Optional[str]:
+        """Why this notebook cannot compute PyTorch's function for its task (its variant's reason, else its framework's);
+        None where it can."""
+        return self.variant.not_equivalent.get(self.task) or self.framework.not_equivalent.get(self.task)
+
 
 RUNNER = Environment("runner", "Rosetta runner", test_packages=("pytest", "pytest-xdist", "ruff", "playwright"),
                      extras=("ray",))  # ray: `run --on ray` (runner/run/on_ray.py)
@@ -164,6 +172,9 @@ NO_DATA_PARALLEL = {
              "NCCL; this CPU build has no NCCL (caffe.has_nccl() is False) and no GPU build is packaged anywhere "
              "reachable",
 }
+# Keras 3's Adam (and AdamW) on TensorFlow, where an embedding's gradient comes as rows (IndexedSlices)
+KERAS_SPARSE_ADAM = ("Keras' Adam on the TensorFlow backend squares the embedding's sparse gradient once per occurrence of "
+                     "a token, before repeated tokens are summed")
 # The frameworks, in table order: one entry each, with the environment it brings. A framework's notebooks
 # are notebooks/<notebook_prefix>_<task's notebook>.ipynb and its pins envs/<environment name>.txt.
 FRAMEWORKS: tuple[Framework, ...] = (
@@ -178,8 +189,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
                                       gpu_builds=("tensorflow-cuda12.txt",), framework_module="tensorflow")),
     Framework("keras", "Keras", "Keras", (  # Keras 3 runs in its backends' environments
         Variant("tensorflow", "tensorflow", (("backend", "tensorflow"),), packages=("keras",), step_differences={
-            "rnn": {"embedding": "Keras' Adam on the TensorFlow backend squares the embedding's sparse gradient "
-                                 "once per occurrence of a token, before repeated tokens are summed"}}),
+            "rnn": {"embedding": KERAS_SPARSE_ADAM}, "transformer": {"embedding/tokens": KERAS_SPARSE_ADAM}}),
         Variant("jax", "jax", (("backend", "jax"),), packages=("keras",)),
         Variant("torch", "pytorch", (("backend", "torch"),), packages=("keras",)),
     ), resnet50="v1", modules=("keras",)),  # keras.applications
@@ -205,7 +215,8 @@ FRAMEWORKS: tuple[Framework, ...] = (
     # Keras 2.3, the last Keras with backends other than TensorFlow, runs in its backends' environments; it brings
     # Theano's: Python 3.9, float32 as Theano's floatX, its compiled C modules kept inside the environment
     Framework("keras2", "Keras 2", "Keras2", (
-        Variant("cntk", "cntk", (("backend", "cntk"),), packages=("keras",)),
+        Variant("cntk", "cntk", (("backend", "cntk"),), packages=("keras",), not_equivalent={
+            "transformer": "GELU is its tanh approximation on CNTK: neither CNTK 2.7 nor Keras 2's backend has an erf"}),
         Variant("theano", "theano", (("backend", "theano"),), packages=("keras",)),
     ), resnet50="v1", lacks={"train": NO_DATA_PARALLEL["keras2"]},  # Keras Applications 1.0.8: batch norm's epsilon 1e-3
         modules=("keras",), environment=Environment("theano", "Rosetta: Theano", python="3.9", framework_module="theano",
@@ -218,7 +229,11 @@ FRAMEWORKS: tuple[Framework, ...] = (
     # BVLC Caffe 1.0, Debian 11's CPU build with its libraries extracted from bullseye (envs/caffe-debian.txt), on a
     # Python 3.9 with libpython3.9.so for Debian's Boost.Python; OpenBLAS as its libblas.so.3; a stand-in for the
     # OpenCV library it links and no notebook calls; glog at level 2, else Caffe logs every layer it builds
-    Framework("caffe", "Caffe", "Caffe", (Variant(None, "caffe"),), lacks={"train": NO_DATA_PARALLEL["caffe"]},
+    Framework("caffe", "Caffe", "Caffe", (Variant(None, "caffe"),), lacks={"train": NO_DATA_PARALLEL["caffe"],
+        "transformer": "no attention in Caffe 1.0's layers: none multiplies two blobs as matrices (InnerProduct only by "
+                       "its learned weights), so q k^T and the weighted sum of values have no layer (a broadcast Eltwise "
+                       "product and Reduction would hold batch x length^2 x width floats, 740 MB a layer at batch 64), "
+                       "and no erf for GELU"},
               modules=("caffe",),
               environment=Environment("caffe", "Rosetta: Caffe", python="3.9", python_shared=True,
                                       kernel_env=(("GLOG_minloglevel", "2"),),

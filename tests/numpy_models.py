@@ -1,5 +1,5 @@
-"""The models of the same-weights check, written once more in NumPy (float32): the CNN and the RNN forward and
-backward, ResNet-50's features forward, with switches for the mistakes a translation can make:
+"""The models of the same-weights check, written once more in NumPy (float32): the CNN, the RNN and the transformer
+forward and backward, ResNet-50's features forward, with switches for the mistakes a translation can make:
 tests/test_check_controls.py feeds what they compute to the check's comparison, to show that each mistake fails it and
 that a correct run computed another way passes.
 
@@ -18,6 +18,8 @@ RESNET_MISTAKES = ("transposed kernel", "stride on the 1x1 (v1)", "batch norm ep
                   "shortcut without its batch norm")
 RNN_MISTAKES = ("betas swapped", "beta1 ignored", "no bias correction", "gates swapped",
                 "new gate's recurrent bias dropped", "frozen embedding")
+TRANSFORMER_MISTAKES = ("tanh GELU", "norm epsilon 1e-3", "padding attended", "padding in the mean", "heads interleaved",
+                        "L2 instead of decoupled decay", "decay without the learning rate")
 
 
 # ---------------------------------------------------------------- the CNN's layers
@@ -341,3 +343,162 @@ def infer_resnet50(start, params, mistake=None, float64=False, seed=0):
     batch of datasets.fake_images (params' batch_size, batches and image_size)."""
     images = datasets.fake_images(params["batch_size"] * params["batches"], params["image_size"], seed=seed)
     return dict(start, **{weights.LOGITS: resnet50_features(start, images[:params["batch_size"]], mistake, float64)})
+
+
+# ---------------------------------------------------------------- the transformer
+
+
+def _erfc(x):
+    """erfc in float64 to a relative error under 1.2e-7 (a Chebyshev fit: NumPy has no erf, and this runner no SciPy)."""
+    z = np.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    tail = t * np.exp(poly)
+    return np.where(x >= 0, tail, 2.0 - tail)
+
+
+def _gelu(u, mistake):
+    """GELU of `u` and its derivative: erf's exact form, or (the mistake "tanh GELU") the tanh approximation."""
+    x = u.astype(np.float64)
+    if mistake == "tanh GELU":
+        inner = np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)
+        th = np.tanh(inner)
+        value = 0.5 * x * (1 + th)
+        slope = 0.5 * (1 + th) + 0.5 * x * (1 - th * th) * np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * x * x)
+    else:
+        cdf = 1.0 - 0.5 * _erfc(x / np.sqrt(2.0))
+        value, slope = x * cdf, cdf + x * np.exp(-0.5 * x * x) / np.sqrt(2 * np.pi)
+    return value.astype(u.dtype), slope.astype(u.dtype)
+
+
+def _norm(x, scale, bias, epsilon):
+    """Layer norm over the last axis, and what its backward pass needs."""
+    mean = x.mean(axis=-1, keepdims=True)
+    deviation = np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + np.float32(epsilon))
+    normed = (x - mean) / deviation
+    return normed * scale + bias, (normed, deviation, scale)
+
+
+def _norm_backward(grad, saved):
+    """(input gradient, scale gradient, bias gradient) of _norm."""
+    normed, deviation, scale = saved
+    g = grad * scale
+    dx = (g - g.mean(axis=-1, keepdims=True) - normed * (g * normed).mean(axis=-1, keepdims=True)) / deviation
+    return dx, (grad * normed).reshape(-1, normed.shape[-1]).sum(axis=0), grad.reshape(-1, grad.shape[-1]).sum(axis=0)
+
+
+def _heads(x, heads, mistake):
+    """(N, T, D) -> (N, H, T, D/H): consecutive columns per head, or (the mistake "heads interleaved") every H-th."""
+    n, t, width = x.shape
+    if mistake == "heads interleaved":
+        return x.reshape(n, t, width // heads, heads).transpose(0, 3, 1, 2)
+    return x.reshape(n, t, heads, width // heads).transpose(0, 2, 1, 3)
+
+
+def _merged(x, mistake):
+    """_heads undone: (N, H, T, D/H) -> (N, T, D)."""
+    n, heads, t, d = x.shape
+    if mistake == "heads interleaved":
+        return x.transpose(0, 2, 3, 1).reshape(n, t, heads * d)
+    return x.transpose(0, 2, 1, 3).reshape(n, t, heads * d)
+
+
+def transformer_forward(arrays, tokens, params, mistake=None):
+    """The encoder's logits of `tokens` (N, T) at the canonical weights (no dropout), and what backward needs."""
+    epsilon = 1e-3 if mistake == "norm epsilon 1e-3" else params["norm_epsilon"]
+    heads = params["heads"]
+    keep = tokens != 0
+    attended = np.ones_like(keep) if mistake == "padding attended" else keep
+    counted = np.ones_like(keep) if mistake == "padding in the mean" else keep
+    scale = np.float32(1.0 / np.sqrt(params["model_dim"] // heads))
+    x = arrays["embedding/tokens"][tokens] + arrays["embedding/positions"][:tokens.shape[1]]
+    saved = []
+    for layer in range(params["layers"]):
+        p = "layer{}/".format(layer)
+        a, norm1 = _norm(x, arrays[p + "attention_norm/scale"], arrays[p + "attention_norm/bias"], epsilon)
+        q, k, v = (_heads(a @ arrays[p + "attention/" + name + "/kernel"] + arrays[p + "attention/" + name + "/bias"],
+                          heads, mistake) for name in ("query", "key", "value"))
+        scores = np.where(attended[:, None, None, :], q @ k.transpose(0, 1, 3, 2) * scale, -np.inf)
+        weights_ = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights_ /= weights_.sum(axis=-1, keepdims=True)
+        o = _merged(weights_ @ v, mistake)
+        x = x + o @ arrays[p + "attention/output/kernel"] + arrays[p + "attention/output/bias"]
+        h, norm2 = _norm(x, arrays[p + "feedforward_norm/scale"], arrays[p + "feedforward_norm/bias"], epsilon)
+        hidden, slope = _gelu(h @ arrays[p + "feedforward/hidden/kernel"] + arrays[p + "feedforward/hidden/bias"], mistake)
+        x = x + hidden @ arrays[p + "feedforward/output/kernel"] + arrays[p + "feedforward/output/bias"]
+        saved.append((a, norm1, q, k, v, weights_, o, h, norm2, hidden, slope))
+    out, final = _norm(x, arrays["final_norm/scale"], arrays["final_norm/bias"], epsilon)
+    share = counted[:, :, None].astype(np.float32) / counted.sum(axis=1)[:, None, None].astype(np.float32)
+    pooled = (out * share).sum(axis=1)
+    logits = pooled @ arrays["fc/kernel"] + arrays["fc/bias"]
+    return logits, (saved, final, share, pooled, scale, heads)
+
+
+def transformer_gradients(arrays, tokens, labels, params, mistake=None):
+    """The gradients of the mean cross-entropy with respect to the canonical arrays."""
+    logits, (saved, final, share, pooled, scale, heads) = transformer_forward(arrays, tokens, params, mistake)
+    grad = softmax_cross_entropy(logits, labels)
+    grads = {"fc/kernel": pooled.T @ grad, "fc/bias": grad.sum(axis=0)}
+    dx, grads["final_norm/scale"], grads["final_norm/bias"] = _norm_backward(
+        share * (grad @ arrays["fc/kernel"].T)[:, None, :], final)
+
+    def dense(name, inputs, d_out):
+        flat = inputs.reshape(-1, inputs.shape[-1])
+        grads[name + "/kernel"] = flat.T @ d_out.reshape(-1, d_out.shape[-1])
+        grads[name + "/bias"] = d_out.reshape(-1, d_out.shape[-1]).sum(axis=0)
+        return d_out @ arrays[name + "/kernel"].T
+
+    for layer in reversed(range(params["layers"])):
+        p = "layer{}/".format(layer)
+        a, norm1, q, k, v, weights_, o, h, norm2, hidden, slope = saved[layer]
+        d_hidden = dense(p + "feedforward/output", hidden, dx)
+        d_h = dense(p + "feedforward/hidden", h, d_hidden * slope)
+        d_norm, grads[p + "feedforward_norm/scale"], grads[p + "feedforward_norm/bias"] = _norm_backward(d_h, norm2)
+        dx = dx + d_norm
+        d_o = _heads(dense(p + "attention/output", o, dx), heads, mistake)
+        d_weights = d_o @ v.transpose(0, 1, 3, 2)
+        d_v = weights_.transpose(0, 1, 3, 2) @ d_o
+        d_scores = weights_ * (d_weights - (d_weights * weights_).sum(axis=-1, keepdims=True)) * scale
+        d_q, d_k = d_scores @ k, d_scores.transpose(0, 1, 3, 2) @ q
+        d_a = sum(dense(p + "attention/" + name, a, _merged(d, mistake))
+                  for name, d in (("query", d_q), ("key", d_k), ("value", d_v)))
+        d_norm, grads[p + "attention_norm/scale"], grads[p + "attention_norm/bias"] = _norm_backward(d_a, norm1)
+        dx = dx + d_norm
+    grads["embedding/positions"] = np.zeros_like(arrays["embedding/positions"])
+    grads["embedding/positions"][:tokens.shape[1]] = dx.sum(axis=0)
+    grads["embedding/tokens"] = np.zeros_like(arrays["embedding/tokens"])
+    np.add.at(grads["embedding/tokens"], tokens, dx)
+    return grads
+
+
+def train_transformer(start, params, mistake=None, reverse=False, seed=0):
+    """AdamW over the check's IMDB stand-in, as the notebooks train (decay p -= lr * weight_decay * p, then Adam's step);
+    returns the canonical weights after training with the logits of the first test batch. Mistakes of the update:
+    "L2 instead of decoupled decay" (the decay added to the gradient, as Adam's weight_decay does), "decay without the
+    learning rate" (p -= weight_decay * p, Chainer's weight_decay_rate taken as it reads)."""
+    imdb = datasets.load_imdb("synthetic", vocab_size=params["vocab_size"], maxlen=params["maxlen"],
+                              train_samples=params["train_samples"], test_samples=params["test_samples"], seed=seed)
+    arrays = {name: value.copy() for name, value in start.items()}
+    first = {name: np.zeros_like(value) for name, value in arrays.items()}
+    second = {name: np.zeros_like(value) for name, value in arrays.items()}
+    beta1, beta2 = np.float32(params["beta1"]), np.float32(params["beta2"])
+    lr, eps, decay, step = np.float32(params["lr"]), np.float32(params["eps"]), np.float32(params["weight_decay"]), 0
+    for epoch in range(params["epochs"] if lr else 0):  # at learning rate 0 (the check's forward run) nothing moves
+        for x, y in datasets.batches(imdb.x_train, imdb.y_train, params["batch_size"], shuffle=True, seed=seed + epoch):
+            if reverse:
+                x, y = x[::-1].copy(), y[::-1].copy()
+            step += 1
+            correction1, correction2 = np.float32(1 - beta1 ** step), np.float32(1 - beta2 ** step)
+            for name, grad in transformer_gradients(arrays, x, y, params, mistake).items():
+                if mistake == "L2 instead of decoupled decay":
+                    grad = grad + decay * arrays[name]
+                elif mistake == "decay without the learning rate":
+                    arrays[name] = arrays[name] - decay * arrays[name]
+                else:
+                    arrays[name] = arrays[name] - lr * decay * arrays[name]
+                first[name] = beta1 * first[name] + (1 - beta1) * grad
+                second[name] = beta2 * second[name] + (1 - beta2) * grad * grad
+                arrays[name] = arrays[name] - lr * (first[name] / correction1) / (np.sqrt(second[name] / correction2) + eps)
+    arrays[weights.LOGITS] = transformer_forward(arrays, imdb.x_test[:params["batch_size"]], params, mistake)[0]
+    return arrays

@@ -178,3 +178,14 @@ def test_fake_labels_are_classes_and_repeat_with_their_seed():
     labels = datasets.fake_labels(500, 10, seed=3)
     assert labels.dtype == np.int64 and labels.min() >= 0 and labels.max() == 9 and len(set(labels)) == 10
     assert (datasets.fake_labels(500, 10, seed=3) == labels).all() and not (datasets.fake_labels(500, 10) == labels).all()
+
+
+def test_the_stand_in_reviews_grow_to_a_longer_sequence_length():
+    """A sequence-length sweep past IMDB's usual 400 words gets reviews that long, not padding; up to 400 words the
+    stand-in is what it always was."""
+    usual = datasets.load_imdb("synthetic", maxlen=150, train_samples=64, test_samples=64)
+    longer = datasets.load_imdb("synthetic", maxlen=2048, train_samples=64, test_samples=64)
+    words = (longer.x_train != 0).sum(axis=1)
+    assert words.max() > 1000 and words.min() >= 30
+    assert (usual.x_train == datasets.load_imdb("synthetic", maxlen=150, train_samples=64, test_samples=64).x_train).all()
+    assert (usual.x_train != 0).sum(axis=1).max() == 150

@@ -45,3 +45,55 @@ def test_a_data_parallel_training_step_counts_three_resnet50_passes_and_its_clas
     first_input_gradient = 2 * 7 * 7 * 3 * 64 * 112 * 112
     assert flops.training_flops("train", params) == 3 * forward - first_input_gradient
     assert 24.0e9 < flops.training_flops("train", params) < 24.6e9  # about 3 x 8.2 GFLOPs (4.1 G multiply-adds)
+
+
+# Run in the PyTorch environment: the PyTorch notebook's own model cell, counted by torch.utils.flop_counter
+TRANSFORMER_COUNT = """
+import json, sys
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+from common import hyperparams
+from runner import catalog
+
+notebook = json.load(open(str(catalog.notebook_path(catalog.select(["pytorch"], ["transformer"])[0].framework, "transformer"))))
+source = "".join("".join(cell["source"]) for cell in notebook["cells"]
+                 if cell["cell_type"] == "code" and "model" in cell["metadata"].get("tags", []))
+params = dict(hyperparams.for_task("transformer", "full"), **json.loads(sys.argv[1]))
+scope = {"torch": torch, "nn": torch.nn, "F": torch.nn.functional, "params": params, "dev": torch.device("cpu"),
+         "compiled": lambda model: model}
+exec(source, scope)
+model = scope["model"]
+tokens = torch.randint(3, params["vocab_size"], (2, params["maxlen"]))
+tokens[0, :params["maxlen"] // 3] = 0  # padding: masked, not skipped, so it counts the same
+# the counter has formulas for the GPU's fused attention kernels, not for the CPU's: on the CPU, attention computed as
+# PyTorch's reference (math) kernel shows as the two batched products it is
+with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+    with FlopCounterMode(display=False) as forward:
+        logits = model(tokens)
+    with FlopCounterMode(display=False) as backward:
+        logits.sum().backward()
+print(json.dumps({"forward": forward.get_total_flops() / 2, "backward": backward.get_total_flops() / 2}))
+"""
+
+
+@pytest.mark.parametrize("overrides", [{}, {"maxlen": 512, "layers": 2, "heads": 8}])
+def test_the_transformers_count_is_torchs_flop_counter_on_the_pytorch_notebooks_model(overrides):
+    """torch.utils.flop_counter counts the matrix products and the fused attention of the notebook's model as it runs;
+    a training step is its forward and backward passes, three forward passes in all."""
+    import json
+    import subprocess
+
+    from conftest import require_environment
+
+    from runner import catalog
+    from runner.run import environments
+
+    env = catalog.ENVIRONMENTS["pytorch"]
+    require_environment(env)
+    done = subprocess.run([str(environments.interpreter(env)), "-c", TRANSFORMER_COUNT, json.dumps(overrides)],
+                          cwd=str(catalog.REPO), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    counted = json.loads(done.stdout)
+    params = dict(hyperparams.for_task("transformer", "full"), **overrides)
+    assert counted["forward"] == flops.transformer_forward_flops(params)
+    assert counted["forward"] + counted["backward"] == flops.transformer_training_flops(params)

@@ -69,3 +69,9 @@ def test_a_value_outside_its_rule_is_one_line_naming_it(task, overrides, message
 def test_values_at_the_edges_of_their_rules_pass():
     assert hyperparams.for_task("rnn", "smoke", {"lr": 0.0, "beta2": 0.0, "train_samples": 64})["lr"] == 0.0
     assert hyperparams.for_task("cnn", "smoke", {"lr": 1, "train_samples": None})["lr"] == 1
+
+
+def test_the_transformers_heads_must_divide_its_width():
+    assert hyperparams.for_task("transformer", "smoke", {"heads": 8})["heads"] == 8
+    with pytest.raises(ValueError, match=r"^hyperparameter heads=5 for task transformer: must divide model_dim=128$"):
+        hyperparams.for_task("transformer", "smoke", {"heads": 5})

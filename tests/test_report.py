@@ -434,6 +434,28 @@ def test_a_devices_sweep_shows_the_scaling_efficiency_from_the_same_run():
     assert "Efficiency" not in table.markdown_lines(table.sweep_tables(batch_sweep)[0])[0]  # only for devices
 
 
+def test_a_sequence_length_sweep_shows_throughput_and_peak_memory():
+    """The transformer's `--sweep maxlen=...`: samples/s, then the peak memory (the GPU's where a run recorded it)."""
+    records = []
+    for framework, peaks in (("PyTorch", (900.0, 2100.0, None)), ("JAX", (700.0, 1500.0, 6000.0))):
+        for maxlen, peak in zip((128, 512, 2048), peaks):
+            if peak is None:
+                record = results.failure_record(framework, "transformer", "quick", "failed",
+                                                "OutOfMemoryError: CUDA out of memory", params={"maxlen": maxlen})
+            else:
+                record = ok_record(framework, "transformer", train_s=10.0, accuracy=0.9)
+                record["params"] = {"maxlen": maxlen, "train_samples": 1000, "batch_size": 50}
+                record["timings"].update(peak_rss_bytes=peak * 2 ** 20, epoch_s={"median": 10.0, "min": 10.0,
+                                                                                   "max": 10.0, "values": [10.0]})
+            record["sweep"] = {"maxlen": maxlen}
+            records.append(record)
+    speed, memory = table.sweep_tables(table.order_records(records))
+    assert table.markdown_lines(speed)[0] == "| Framework | maxlen=128 | maxlen=512 | maxlen=2048 |"
+    lines = table.markdown_lines(memory)
+    assert memory.title == "Transformer: encoder on IMDB: peak RSS (MB) against maxlen"
+    assert "| PyTorch | 900 | 2100 | out of memory |" in lines and "| JAX | 700 | 1500 | 6000 |" in lines
+
+
 def test_the_data_parallel_check_fills_its_column_in_the_train_and_sweep_tables(tmp_path):
     import json
 

@@ -412,7 +412,7 @@ TIMING_NOTE = ("Training time is the sum of the timed epochs, the device synchro
 ACCURACY_NOTE = ("Accuracy flags: 'not above chance' where a run does not beat chance by a clear margin (5 points, "
                  "or 3 standard errors of a chance-level score on its test samples if more); with the full profile "
                  "on real data, 'N points from median' where it lies more than 2 points from its task's median.")
-FLOPS_NOTE = ("GFLOP/s: analytic FLOPs (common/flops.py: convolutions, dense layers and GRU products; a training "
+FLOPS_NOTE = ("GFLOP/s: analytic FLOPs (common/flops.py: convolutions, dense layers, GRU products and attention; a training "
               "step counted as three forward passes; ResNet-50 v1 or v1.5 as the row's model) over the median "
               "epoch, or per image for inference. Util.: that over the measured ceiling of the row's device and "
               "precision, the fastest large matrix product this machine's libraries reached before the notebooks "
@@ -689,7 +689,31 @@ def sweep_tables(records, checks=None):
                 texts.append(data_parallel_text(next(r for r in swept if base_label(r) == line), checks))
             table_rows.append(Row(texts))
         tables.append(Table("{}: {} against {}".format(task.title, unit, name), columns, table_rows, [], task))
+        memory = _sweep_memory_table(task, name, values, lines, cells)
+        if memory:
+            tables.append(memory)
     return tables
+
+
+def _sweep_memory_table(task, name, values, lines, cells):
+    """The sweep's peak memory against the swept value, one row per framework variant: the GPU's peak where the runs
+    recorded one (the device's memory is what a longer sequence or a larger batch runs out of), else the process's
+    peak RSS; None where no run recorded either."""
+    swept = [r for r in cells.values() if r["status"] == "ok"]
+    key = "device_peak_mb" if any(r.get("device_peak_mb") for r in swept) else "peak_rss_mb"
+    if not any(r.get(key) for r in swept):
+        return None
+    heading = "GPU peak" if key == "device_peak_mb" else "peak RSS"
+    columns = [COLUMNS[0]] + [Column("sweep", "{}={}".format(name, value), numeric=True) for value in values]
+    table_rows = [Row([line] + [_memory_cell(cells.get((line, value)), key) for value in values]) for line in lines]
+    return Table("{}: {} (MB) against {}".format(task.title, heading, name), columns, table_rows, [], task)
+
+
+def _memory_cell(r, key):
+    """A memory sweep cell: the run's peak in MB, or what _sweep_cell says of a run that did not finish."""
+    if r is None or r["status"] != "ok":
+        return _sweep_cell(r)
+    return number(r.get(key), 0)
 
 
 def _efficiency_text(one, many, devices):
