@@ -48,6 +48,7 @@ TRAINED = {
 CODE = {
     "cnn": dict(TRAINED, name="cifar", dataset="cifar10", features="3 * 32 * 32"),
     "rnn": dict(TRAINED, name="imdb", dataset="imdb", features='params["maxlen"]'),
+    "transformer": dict(TRAINED, name="imdb", dataset="imdb", features='params["maxlen"]'),
     "inference": {
         "data": 'images = datasets.fake_images(params["batch_size"] * params["batches"], params["image_size"], seed=seed)\n'
                 'record["data"] = {"source": "synthetic", "description": "random images: timing only"}',
@@ -80,7 +81,7 @@ def toy_notebook(task):
     code["parameters"] = "\n".join("{} = {}".format(name, PARAMETER_VALUES[name])
                                    for name in tasks.PARAMETERS + spec.parameters)
     for tag in spec.sections:
-        source = code[tag].format(**CODE[task]) if task in ("cnn", "rnn") and tag in TRAINED else code[tag]
+        source = code[tag].format(**CODE[task]) if task in ("cnn", "rnn", "transformer") and tag in TRAINED else code[tag]
         cells += [nbformat.v4.new_markdown_cell("## " + tasks.section_title(tag), metadata={"tags": [tag]}),
                   nbformat.v4.new_code_cell(source, metadata={"tags": [tag]})]
     cells.pop(1)  # the parameters section is its code cell alone, as in every notebook

@@ -82,9 +82,9 @@ def test_variant_options_multiply_the_jobs_and_bad_ones_are_one_line():
     assert {job.stem for job in args.jobs if job.framework.key == "keras"} >= {"Keras_Inference-jax-bf16-compiled-batch_size-8"}
     only_inference = cli.parse(["-f", "jax", "--sweep", "batches=1,2"]).jobs  # tasks without the key run once
     assert [job.stem for job in only_inference] == ["JAX_CNN", "JAX_Inference-batches-1", "JAX_Inference-batches-2",
-                                                    "JAX_RNN", "JAX_Train"]
+                                                    "JAX_RNN", "JAX_Transformer", "JAX_Train"]
     assert [job.stem for job in cli.parse(["-f", "jax"]).jobs] == [  # inference: its default and compiled rows
-        "JAX_CNN", "JAX_Inference", "JAX_Inference-compiled", "JAX_RNN", "JAX_Train"]
+        "JAX_CNN", "JAX_Inference", "JAX_Inference-compiled", "JAX_RNN", "JAX_Transformer", "JAX_Train"]
     for options in (["--precision", "bf16"], ["--sweep", "batch_size=1,2"], ["--compile", "default"]):  # asked: as asked
         assert "compiled" not in " ".join(job.stem for job in cli.parse(["-f", "jax", "-t", "inference"] + options).jobs)
 
@@ -180,7 +180,8 @@ def test_an_environment_that_cannot_be_built_gives_unavailable_rows(monkeypatch,
     assert cli.main(["-f", "pytorch", "-p", "smoke", "--data", "synthetic", "--results", str(tmp_path)]) == 1
     (run_dir,) = run_dirs(tmp_path)
     records = table.load_records(run_dir)
-    assert [r["status"] for r in records] == ["unavailable"] * 5  # CNN, Inference (default, compiled), RNN, Train
+    # CNN, Inference (default, compiled), RNN, Transformer, Train
+    assert [r["status"] for r in records] == ["unavailable"] * 6
     assert "unavailable: environment pytorch needs Python 3.99" in (run_dir / "results.md").read_text()
 
 
