@@ -3,6 +3,7 @@ that run on one device only; which tests one pytest-xdist worker must run togeth
 
 import json
 import os
+import subprocess
 
 import pytest
 from notebook_runs import NotebookRuns
@@ -71,6 +72,18 @@ def require_environment(env):
     if lacks:  # `run_all.py test` could not build it, for want of something this machine lacks (MachineLacks)
         pytest.skip("environment {} {}".format(env.name, lacks))
     pytest.fail("environment {} is not built: run `python3 run_all.py setup {}`".format(env.name, env.name))
+
+
+def json_from_environment(name, code, *args):
+    """What a Python snippet `code` prints as JSON when run with `args` in environment `name`'s interpreter, from the
+    repository's root (so that it imports common, frameworks and runner); the test fails where the environment is not
+    built or the snippet fails."""
+    env = catalog.ENVIRONMENTS[name]
+    require_environment(env)
+    done = subprocess.run([str(environments.interpreter(env)), "-c", code] + list(args), cwd=str(catalog.REPO),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
 
 
 @pytest.fixture(scope="session")

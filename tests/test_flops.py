@@ -1,6 +1,9 @@
 """Analytic FLOP counts against hand counts, and the peak tables."""
 
+import json
+
 import pytest
+from conftest import json_from_environment
 
 from common import flops, hyperparams
 
@@ -80,20 +83,7 @@ print(json.dumps({"forward": forward.get_total_flops() / 2, "backward": backward
 def test_the_transformers_count_is_torchs_flop_counter_on_the_pytorch_notebooks_model(overrides):
     """torch.utils.flop_counter counts the matrix products and the fused attention of the notebook's model as it runs;
     a training step is its forward and backward passes, three forward passes in all."""
-    import json
-    import subprocess
-
-    from conftest import require_environment
-
-    from runner import catalog
-    from runner.run import environments
-
-    env = catalog.ENVIRONMENTS["pytorch"]
-    require_environment(env)
-    done = subprocess.run([str(environments.interpreter(env)), "-c", TRANSFORMER_COUNT, json.dumps(overrides)],
-                          cwd=str(catalog.REPO), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    counted = json.loads(done.stdout)
+    counted = json_from_environment("pytorch", TRANSFORMER_COUNT, json.dumps(overrides))
     params = dict(hyperparams.for_task("transformer", "full"), **overrides)
     assert counted["forward"] == flops.transformer_forward_flops(params)
     assert counted["forward"] + counted["backward"] == flops.transformer_training_flops(params)

@@ -1,14 +1,9 @@
 """common/variants.py: the precision and compile-mode names, the float32 decision, refusals and row labels."""
 
-import json
-import subprocess
-
 import pytest
-from conftest import require_environment
+from conftest import json_from_environment
 
 from common import results, variants
-from runner import catalog
-from runner.run import environments
 
 
 def test_the_float32_mode_follows_the_precision_and_the_device():
@@ -80,11 +75,6 @@ json.dump(answers, sys.stdout)
 def test_pytorchs_tf32_setting_is_one_that_inductor_can_read():
     """On an H100, PyTorch 2.11's compiled inference failed in Inductor's autotuning ("mix of the legacy and new
     APIs") after set_variant used the per-backend fp32_precision; every reader must get an answer, and the right one."""
-    env = catalog.ENVIRONMENTS["pytorch"]
-    require_environment(env)
-    done = subprocess.run([str(environments.interpreter(env)), "-c", PYTORCH_TF32_SETTINGS], cwd=str(catalog.REPO),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = json.loads(done.stdout)
+    answers = json_from_environment("pytorch", PYTORCH_TF32_SETTINGS)
     assert answers["auto"] == answers["tf32"] == ["high", True, True, "tf32"]
     assert answers["fp32"] == ["highest", False, False, "ieee"]
