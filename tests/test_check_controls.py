@@ -6,6 +6,9 @@ weights on its data with its hyperparameters (the CNN on fewer images), once as 
 no notebook runs.
 """
 
+import threading
+import time
+
 import numpy as np
 import pytest
 from numpy_models import (
@@ -156,3 +159,26 @@ def test_a_step_of_a_few_hundred_ulps_may_differ_by_a_few_of_them(ulps, passes):
     result = equivalence.compare(a_job("cnn"), entry)
     assert result["arrays"]["bias"]["step_relative"] > equivalence.STEP_TOLERANCE
     assert (result["failures"] == []) is passes, result["failures"]
+
+
+def test_the_check_runs_two_jobs_at_once_each_reference_run_once_and_keeps_the_jobs_order(tmp_path):
+    jobs = [job for job in catalog.select(task_keys=["rnn"]) if job.framework.key != equivalence.REFERENCE]
+    start = weights.reference_weights("rnn", equivalence.params_for("rnn", tasks.TASKS["rnn"].equivalence), seed=0)
+    lock, running, calls, exported = threading.Lock(), [], [], {}
+
+    def run(task, job, folder, init, overrides, tag):
+        with lock:
+            running.append(job.stem)
+            calls.append((job.stem, tag, len(running)))
+            if tag not in exported:
+                exported[tag] = train_rnn(start, equivalence.params_for(task, overrides))
+        time.sleep(0.05)
+        with lock:
+            running.remove(job.stem)
+        return {"status": "ok"}, exported[tag]
+
+    out = equivalence.check(jobs, tmp_path, say=lambda line: None, workers=2, run=run)
+    assert [result["job"] for result in out["rnn"]["results"]] == [job.stem for job in jobs]
+    assert max(at_once for _, _, at_once in calls) == 2
+    reference = [tag for stem, tag, _ in calls if stem == "PyTorch_RNN"]
+    assert sorted(reference) == sorted(set(reference)) and "first step" in reference  # Keras-TF's, asked for once

@@ -22,6 +22,8 @@ the outputs do differ, so that the claim stays true.
 """
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -54,6 +56,9 @@ STEP_TOLERANCE = 1e-2
 STEP_ULPS = 4
 # Adam's epsilon in a check's one-step run (training_run)
 FIRST_STEP_EPS = 1e-5
+# The check's notebook runs at once, per task. Nothing in them is timed, and most of their time is single-threaded: a
+# kernel's start, the framework's imports, the graph's compilation (Theano, CNTK) and small smoke-sized steps.
+WORKERS = 2
 # The tag of a v1 notebook's run: from the shared v1 weights, in their own folder
 V1_RUN = "forward v1"
 # The arrays a framework that cannot compute the reference function still takes in and gives back unchanged: for the RNN
@@ -123,6 +128,11 @@ def v1_reference(entry):
     """The entry's ResNet-50 v1 reference, made when first asked for: {'folder', 'init', 'start', 'features'}, the
     shared v1 weights (weights.resnet50_v1_weights) and the features every variant of resnet50_v1.VARIANTS computes
     from them in PyTorch. ExchangeError where the reference cannot run."""
+    with _lock(entry):
+        return _v1_reference(entry)
+
+
+def _v1_reference(entry):
     if "v1" not in entry:
         folder = entry["folder"] / "v1"
         folder.mkdir(parents=True, exist_ok=True)
@@ -137,6 +147,11 @@ def v1_reference(entry):
     return entry["v1"]
 
 
+def _lock(entry):
+    """The entry's lock, which its lazily made references take (check() compares several jobs at once)."""
+    return entry.setdefault("lock", threading.RLock())  # one atomic dict operation
+
+
 def exchanged(job, entry, tag, overrides):
     """(record, exported arrays) of `job`'s run `tag` with `overrides` from the entry's shared weights (the v1 ones for
     V1_RUN), through the entry's `run`."""
@@ -148,11 +163,12 @@ def exchanged(job, entry, tag, overrides):
 
 def reference_run(entry, tag, overrides):
     """What PyTorch's notebook exported from the entry's shared weights in its run `tag` with `overrides`, run when first
-    asked for."""
-    if tag not in entry:
-        pytorch = catalog.select([REFERENCE], [entry["task"]])[0]
-        entry[tag] = entry["run"](entry["task"], pytorch, entry["folder"], entry["init"], overrides, tag)[1]
-    return entry[tag]
+    asked for (once, however many comparisons ask at once)."""
+    with _lock(entry):
+        if tag not in entry:
+            pytorch = catalog.select([REFERENCE], [entry["task"]])[0]
+            entry[tag] = entry["run"](entry["task"], pytorch, entry["folder"], entry["init"], overrides, tag)[1]
+        return entry[tag]
 
 
 def reference(task, folder, run=run_exchange):
@@ -283,9 +299,10 @@ def document(task, results):
             "results": results}
 
 
-def check(jobs, folder, say=print):
-    """Compare every job with PyTorch's from shared weights; write folder/EQUIVALENCE_FILE (runner/run_folder.py);
-    return it."""
+def check(jobs, folder, say=print, workers=WORKERS, run=run_exchange):
+    """Compare every job with PyTorch's from shared weights, `workers` of them at once, each notebook run through `run`
+    (run_exchange's signature); write folder/EQUIVALENCE_FILE (runner/run_folder.py); return it, its results in the
+    jobs' order."""
     out = {}
     folder.mkdir(parents=True, exist_ok=True)
     for task in TASKS:
@@ -295,19 +312,23 @@ def check(jobs, folder, say=print):
         say("[equivalence] {}: PyTorch from the shared weights ...".format(task))
         results = []
         try:
-            entry = reference(task, folder / task)
+            entry = reference(task, folder / task, run=run)
         except ExchangeError as error:
             results = [{"job": job.stem, "framework": job.label, "task": task, "error": "reference: " + str(error)}
                        for job in task_jobs]
             out[task] = document(task, results)
             continue
-        for job in task_jobs:
+
+        def compared(job, entry=entry, task=task):
             try:
                 result = compare(job, entry)
             except ExchangeError as error:
                 result = {"job": job.stem, "framework": job.label, "task": task, "error": str(error)}
             say("[equivalence] {}: {}".format(job.stem, run_folder.equivalence_verdict(result)))
-            results.append(result)
+            return result
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(compared, task_jobs))
         out[task] = document(task, results)
     (folder / run_folder.EQUIVALENCE_FILE).write_text(json.dumps(out, indent=1) + "\n")
     return out
