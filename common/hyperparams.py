@@ -94,8 +94,8 @@ PROFILES = {
         "cnn": {"epochs": 3, "train_samples": 1536, "test_samples": 512},
         "inference": {"batches": 1, "repeats": 3},
         "rnn": {"epochs": 3, "train_samples": 1024, "test_samples": 512},
-        # Half the RNN's reviews: a transformer step costs 14 times a GRU's; PyTorch's is above chance from 24 steps
-        # (0.88 on 512 reviews, 0.48 on 256), and the main command's total stays near the RNN-era one
+        # Half the RNN's reviews, for the main command's time: a transformer step costs 14 times a GRU's. PyTorch's
+        # leaves chance within 24 steps (0.88 on 512 reviews, 0.48 on 256); three rows need more (docs/results.md)
         "transformer": {"epochs": 3, "train_samples": 512, "test_samples": 256},
         "train": {"batch_size": 8, "warmup_steps": 1, "steps": 2, "repeats": 3},
     },
