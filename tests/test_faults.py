@@ -69,8 +69,9 @@ def runner_environment():
 
 def start(code, *args, **options):
     """A Python process running `code` (or the script of that path) with `args`, in the repository, its output
-    captured."""
+    captured unbuffered (so that a test that times out shows the last line the process wrote)."""
     program = [code] if code.endswith(".py") else ["-c", code]
+    options.setdefault("env", dict(os.environ, PYTHONUNBUFFERED="1"))
     return subprocess.Popen([sys.executable] + program + [str(a) for a in args], cwd=str(catalog.REPO),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **options)
 
