@@ -246,37 +246,51 @@ def rnn_gradients(arrays, tokens, labels, mistake=None):
     return grads
 
 
-def train_rnn(start, params, mistake=None, epsilon_before_correction=False, reverse=False, seed=0):
-    """Adam over the check's IMDB stand-in, as the notebooks train; returns the canonical weights after training with
-    the logits of the first test batch. `epsilon_before_correction` takes Keras' form of the step (epsilon added to
-    the uncorrected second moment's root), `reverse` each batch in reverse order: correct runs computed another way."""
+def _adam_on_imdb(start, params, reverse, seed):
+    """What train_rnn and train_transformer share: the check's IMDB stand-in, a copy of the weights `start` with
+    Adam's moments at zero, and the training batches as (step, x, y), steps counted from 1, each batch reversed where
+    `reverse`; no batch at learning rate 0 (the check's forward run: nothing moves)."""
     imdb = datasets.load_imdb("synthetic", vocab_size=params["vocab_size"], maxlen=params["maxlen"],
                               train_samples=params["train_samples"], test_samples=params["test_samples"], seed=seed)
     arrays = {name: value.copy() for name, value in start.items()}
     first = {name: np.zeros_like(value) for name, value in arrays.items()}
     second = {name: np.zeros_like(value) for name, value in arrays.items()}
+
+    def steps():
+        step = 0
+        for epoch in range(params["epochs"] if params["lr"] else 0):
+            for x, y in datasets.batches(imdb.x_train, imdb.y_train, params["batch_size"], shuffle=True,
+                                         seed=seed + epoch):
+                if reverse:
+                    x, y = x[::-1].copy(), y[::-1].copy()
+                step += 1
+                yield step, x, y
+    return imdb, arrays, first, second, steps()
+
+
+def train_rnn(start, params, mistake=None, epsilon_before_correction=False, reverse=False, seed=0):
+    """Adam over the check's IMDB stand-in, as the notebooks train; returns the canonical weights after training with
+    the logits of the first test batch. `epsilon_before_correction` takes Keras' form of the step (epsilon added to
+    the uncorrected second moment's root), `reverse` each batch in reverse order: correct runs computed another way."""
+    imdb, arrays, first, second, steps = _adam_on_imdb(start, params, reverse, seed)
     beta1, beta2 = np.float32(params["beta1"]), np.float32(params["beta2"])
     if mistake == "betas swapped":
         beta1, beta2 = beta2, beta1
     if mistake == "beta1 ignored":
         beta1 = np.float32(0)
-    lr, eps, step = np.float32(params["lr"]), np.float32(params["eps"]), 0
-    for epoch in range(params["epochs"] if lr else 0):  # at learning rate 0 (the check's forward run) nothing moves
-        for x, y in datasets.batches(imdb.x_train, imdb.y_train, params["batch_size"], shuffle=True, seed=seed + epoch):
-            if reverse:
-                x, y = x[::-1].copy(), y[::-1].copy()
-            step += 1
-            correction1 = np.float32(1) if mistake == "no bias correction" else np.float32(1 - beta1 ** step)
-            correction2 = np.float32(1) if mistake == "no bias correction" else np.float32(1 - beta2 ** step)
-            for name, grad in rnn_gradients(arrays, x, y, mistake).items():
-                first[name] = beta1 * first[name] + (1 - beta1) * grad
-                second[name] = beta2 * second[name] + (1 - beta2) * grad * grad
-                if epsilon_before_correction:
-                    rate = lr * np.sqrt(correction2) / correction1
-                    arrays[name] = arrays[name] - rate * first[name] / (np.sqrt(second[name]) + eps)
-                else:
-                    arrays[name] = arrays[name] - lr * (first[name] / correction1) / (
-                        np.sqrt(second[name] / correction2) + eps)
+    lr, eps = np.float32(params["lr"]), np.float32(params["eps"])
+    for step, x, y in steps:
+        correction1 = np.float32(1) if mistake == "no bias correction" else np.float32(1 - beta1 ** step)
+        correction2 = np.float32(1) if mistake == "no bias correction" else np.float32(1 - beta2 ** step)
+        for name, grad in rnn_gradients(arrays, x, y, mistake).items():
+            first[name] = beta1 * first[name] + (1 - beta1) * grad
+            second[name] = beta2 * second[name] + (1 - beta2) * grad * grad
+            if epsilon_before_correction:
+                rate = lr * np.sqrt(correction2) / correction1
+                arrays[name] = arrays[name] - rate * first[name] / (np.sqrt(second[name]) + eps)
+            else:
+                arrays[name] = arrays[name] - lr * (first[name] / correction1) / (
+                    np.sqrt(second[name] / correction2) + eps)
     arrays[weights.LOGITS] = rnn_forward(arrays, imdb.x_test[:params["batch_size"]], mistake)[0]
     return arrays
 
@@ -477,28 +491,20 @@ def train_transformer(start, params, mistake=None, reverse=False, seed=0):
     returns the canonical weights after training with the logits of the first test batch. Mistakes of the update:
     "L2 instead of decoupled decay" (the decay added to the gradient, as Adam's weight_decay does), "decay without the
     learning rate" (p -= weight_decay * p, Chainer's weight_decay_rate taken as it reads)."""
-    imdb = datasets.load_imdb("synthetic", vocab_size=params["vocab_size"], maxlen=params["maxlen"],
-                              train_samples=params["train_samples"], test_samples=params["test_samples"], seed=seed)
-    arrays = {name: value.copy() for name, value in start.items()}
-    first = {name: np.zeros_like(value) for name, value in arrays.items()}
-    second = {name: np.zeros_like(value) for name, value in arrays.items()}
+    imdb, arrays, first, second, steps = _adam_on_imdb(start, params, reverse, seed)
     beta1, beta2 = np.float32(params["beta1"]), np.float32(params["beta2"])
-    lr, eps, decay, step = np.float32(params["lr"]), np.float32(params["eps"]), np.float32(params["weight_decay"]), 0
-    for epoch in range(params["epochs"] if lr else 0):  # at learning rate 0 (the check's forward run) nothing moves
-        for x, y in datasets.batches(imdb.x_train, imdb.y_train, params["batch_size"], shuffle=True, seed=seed + epoch):
-            if reverse:
-                x, y = x[::-1].copy(), y[::-1].copy()
-            step += 1
-            correction1, correction2 = np.float32(1 - beta1 ** step), np.float32(1 - beta2 ** step)
-            for name, grad in transformer_gradients(arrays, x, y, params, mistake).items():
-                if mistake == "L2 instead of decoupled decay":
-                    grad = grad + decay * arrays[name]
-                elif mistake == "decay without the learning rate":
-                    arrays[name] = arrays[name] - decay * arrays[name]
-                else:
-                    arrays[name] = arrays[name] - lr * decay * arrays[name]
-                first[name] = beta1 * first[name] + (1 - beta1) * grad
-                second[name] = beta2 * second[name] + (1 - beta2) * grad * grad
-                arrays[name] = arrays[name] - lr * (first[name] / correction1) / (np.sqrt(second[name] / correction2) + eps)
+    lr, eps, decay = np.float32(params["lr"]), np.float32(params["eps"]), np.float32(params["weight_decay"])
+    for step, x, y in steps:
+        correction1, correction2 = np.float32(1 - beta1 ** step), np.float32(1 - beta2 ** step)
+        for name, grad in transformer_gradients(arrays, x, y, params, mistake).items():
+            if mistake == "L2 instead of decoupled decay":
+                grad = grad + decay * arrays[name]
+            elif mistake == "decay without the learning rate":
+                arrays[name] = arrays[name] - decay * arrays[name]
+            else:
+                arrays[name] = arrays[name] - lr * decay * arrays[name]
+            first[name] = beta1 * first[name] + (1 - beta1) * grad
+            second[name] = beta2 * second[name] + (1 - beta2) * grad * grad
+            arrays[name] = arrays[name] - lr * (first[name] / correction1) / (np.sqrt(second[name] / correction2) + eps)
     arrays[weights.LOGITS] = transformer_forward(arrays, imdb.x_test[:params["batch_size"]], params, mistake)[0]
     return arrays

@@ -129,22 +129,19 @@ def v1_reference(entry):
     shared v1 weights (weights.resnet50_v1_weights) and the features every variant of resnet50_v1.VARIANTS computes
     from them in PyTorch. ExchangeError where the reference cannot run."""
     with _lock(entry):
-        return _v1_reference(entry)
-
-
-def _v1_reference(entry):
-    if "v1" not in entry:
-        folder = entry["folder"] / "v1"
-        folder.mkdir(parents=True, exist_ok=True)
-        params = params_for("inference", forward_overrides("inference"))
-        init = weights.save_weights(str(folder / "init.npz"), "inference", params, weights.resnet50_v1_weights(params))
-        try:
-            features = resnet50_v1.features(init, folder, params)
-        except resnet50_v1.ReferenceFailed as error:
-            raise ExchangeError(str(error)) from error
-        entry["v1"] = {"folder": folder, "init": init, "start": weights.load_weights(init, "inference", params),
-                       "features": features}
-    return entry["v1"]
+        if "v1" not in entry:
+            folder = entry["folder"] / "v1"
+            folder.mkdir(parents=True, exist_ok=True)
+            params = params_for("inference", forward_overrides("inference"))
+            init = weights.save_weights(str(folder / "init.npz"), "inference", params,
+                                        weights.resnet50_v1_weights(params))
+            try:
+                features = resnet50_v1.features(init, folder, params)
+            except resnet50_v1.ReferenceFailed as error:
+                raise ExchangeError(str(error)) from error
+            entry["v1"] = {"folder": folder, "init": init, "start": weights.load_weights(init, "inference", params),
+                           "features": features}
+        return entry["v1"]
 
 
 def _lock(entry):
