@@ -4,19 +4,25 @@ GFLOP/s by it (runner/report/table.py), where a datasheet or per-cycle peak is a
 a guessed clock and vector width put too low.
 
 Before the notebooks, a run measures every path the machine offers (PATHS: NumPy's BLAS in the runner's environment,
-PyTorch's MKL and oneDNN on the CPU, PyTorch's CUDA matmul and JAX's dot per precision on a GPU), each in its environment's
-interpreter (runner/run/gemm_probe.py) with the run's threads, for a few seconds, and keeps the best path of each
+PyTorch's MKL and oneDNN on the CPU, PyTorch's CUDA matmul and JAX's dot per precision on a GPU), each in its
+environment's interpreter (runner/run/gemm_probe.py) with the run's threads, for a few seconds each (a path sizes its
+problem to its speed, and one that does not answer in its time is stopped alone), and keeps the best path of each
 precision: a slow library path is not the machine's ceiling. The answer is cached per machine in .envs/ (keyed by the
-CPU or GPU, the threads, the driver, the environments' builds and the variables that choose a library's kernels) and
-written into the run folder (runner/run_folder.py CEILING_FILE) with how it was measured.
+CPU or GPU, the threads, the driver, the environments' builds and the variables that choose a library's kernels),
+unless other programs kept the machine busy while it was measured, and written into the run folder
+(runner/run_folder.py CEILING_FILE) with how it was measured.
 """
 
 import hashlib
 import json
 import os
+import queue
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 from common import flops
@@ -25,7 +31,11 @@ from runner.run import environments
 
 PROBE = Path(__file__).resolve().with_name("gemm_probe.py")  # run as a script in each environment
 CACHE_FILE = "ceilings.json"  # in .envs/: {key: measured ceiling}
-BUDGET_S = 1.5  # timed repeats per path, after one untimed product
+BUDGET_S = 1.5  # timed repeats per path, after its calibration (runner/run/gemm_probe.py)
+PATH_LIMIT_S = 20.0  # a path unanswered after this long is stopped and reported so: the others still are measured
+START_LIMIT_S = 60.0  # an environment's interpreter start and imports, before its first path
+BUSY_CORES = 0.25  # a ceiling measured while other programs kept more cores than this busy is not cached
+BUSY_WALL_S = 1.0  # a measurement shorter than this cannot tell (a tick of the system's CPU clock is 10 ms)
 # Set (to anything) to leave the ceiling unmeasured: the tests' runs of fixture notebooks, which compute nothing it bounds
 SKIP_VARIABLE = "ROSETTA_NO_CEILING"
 # (environment, path) the machine may offer; a path's last word is its precision
@@ -66,9 +76,11 @@ def key_digest(key):
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def run_probe(env_name, paths, threads, budget_s=BUDGET_S):
+def run_probe(env_name, paths, threads, budget_s=BUDGET_S, path_limit_s=PATH_LIMIT_S):
     """Measure `paths` in environment `env_name`'s interpreter with `threads` threads: {path: answer}, each path
-    {"error": why} where the environment is not built or the probe failed."""
+    {"error": why} where the environment is not built or the probe failed. The probe answers path by path: a path
+    still unanswered after `path_limit_s` is stopped and said to be (with "retry": measured again next time), and the
+    paths after it are measured in a new probe."""
     from common import environment
 
     env = catalog.ENVIRONMENTS[env_name]
@@ -78,18 +90,56 @@ def run_probe(env_name, paths, threads, budget_s=BUDGET_S):
     environ.update({name: str(threads) for name in environment.THREAD_VARIABLES})
     command = [str(environments.interpreter(env)), str(PROBE),
                json.dumps({"paths": list(paths), "threads": threads, "budget_s": budget_s})]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, cwd=str(catalog.REPO), env=environ,
-                              timeout=60 + 10 * budget_s * len(paths))
-        answers = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
-    except (subprocess.TimeoutExpired, ValueError, IndexError) as error:
-        answers, done = None, error
-    if answers is None:
-        why = (getattr(done, "stderr", None) or str(done) or "no output").strip().splitlines()[-1]
-        return {path: {"error": "the probe failed: " + why} for path in paths}
+    with tempfile.TemporaryFile("w+") as errors:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True, cwd=str(catalog.REPO),
+                                   env=environ)
+        answers, stopped = probe_answers(process, paths, path_limit_s)
+        errors.seek(0)
+        err = errors.read().strip()
     for answer in answers.values():
         answer["environment"] = env_name
+    rest = [path for path in paths if path not in answers]
+    if stopped:
+        answers[stopped] = {"error": "no answer within {:.0f} s".format(path_limit_s), "environment": env_name,
+                            "retry": True}
+        rest.remove(stopped)
+        return dict(answers, **(run_probe(env_name, rest, threads, budget_s, path_limit_s) if rest else {}))
+    why = err.splitlines()[-1] if err else "exit status {}".format(process.returncode)
+    answers.update({path: {"error": "the probe failed: " + why, "environment": env_name, "retry": True}
+                    for path in rest})
     return answers
+
+
+def probe_answers(process, paths, path_limit_s):
+    """Read a probe's answers, a JSON line each, as it writes them: ({path: answer}, None) when it ends, or (what it
+    answered, the path it was measuring) when one of `paths` takes longer than `path_limit_s` (after START_LIMIT_S for
+    the first), the probe then killed."""
+    lines = queue.Queue()
+
+    def read():
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    answers, deadline = {}, time.monotonic() + START_LIMIT_S + path_limit_s
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            process.kill()
+            process.wait()
+            return answers, next(path for path in paths if path not in answers)
+        if line is None:
+            process.wait()
+            return answers, None
+        try:
+            found = json.loads(line)
+        except ValueError:  # a library's own print
+            continue
+        if isinstance(found, dict) and set(found) <= set(paths):
+            answers.update(found)
+            deadline = time.monotonic() + path_limit_s
 
 
 def best_per_precision(measured):
@@ -104,21 +154,55 @@ def best_per_precision(measured):
     return best
 
 
-def measure(device, threads, gpu=None, probe=run_probe, say=print):
-    """Measure the ceiling now: {"device", "threads", "ceilings": {precision: best path}, "paths": {path: answer}}."""
-    paths = GPU_PATHS if device == "gpu" else CPU_PATHS
+def cpu_seconds_of_others():
+    """CPU seconds the whole machine has spent busy (its hypervisor's steal included) less this process's and its
+    waited children's, from /proc/stat: what other programs took. None where the system does not show it."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(value) for value in fields[:8])
+    except (OSError, ValueError, IndexError):
+        return None
+    mine = os.times()
+    busy = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    return busy - (mine.user + mine.system + mine.children_user + mine.children_system)
+
+
+def measure(device, threads, gpu=None, probe=run_probe, say=print, paths=None, others=cpu_seconds_of_others):
+    """Measure the ceiling now: {"device", "threads", "ceilings": {precision: best path}, "paths": {path: answer},
+    "busy_cores": how many cores other programs kept busy meanwhile (None where unknown)}. `paths` chooses some of
+    the device's paths (all by default)."""
+    wanted = [(env, path) for env, path in (GPU_PATHS if device == "gpu" else CPU_PATHS) if paths is None or path in paths]
     measured = {}
-    for env_name in dict.fromkeys(env for env, _ in paths):
-        mine = [path for env, path in paths if env == env_name]
+    started, others_before = time.monotonic(), others()
+    for env_name in dict.fromkeys(env for env, _ in wanted):
+        mine = [path for env, path in wanted if env == env_name]
         say("[ceiling] {}: {} ...".format(env_name, ", ".join(mine)))
         measured.update(probe(env_name, mine, threads))
+    others_after, wall = others(), time.monotonic() - started
+    known = None not in (others_before, others_after) and wall >= BUSY_WALL_S  # the system's clock ticks are 10 ms
+    busy = (others_after - others_before) / wall if known else None
     return {"device": gpu.get("name") if gpu else "cpu", "threads": threads, "ceilings": best_per_precision(measured),
-            "paths": measured}
+            "paths": measured, "busy_cores": busy}
 
 
-def cached_or_measured(device, threads, gpu=None, probe=run_probe, cache_dir=None, say=print):
-    """The machine's ceiling, from the cache in `cache_dir` (.envs/) where this key was measured, else measured now and
-    cached: measure()'s answer with the key, whether it came from the cache, and the command that measures it."""
+def merged(earlier, now):
+    """`earlier`'s paths with `now`'s measured again: a path keeps its fastest answer (the machine's best is its
+    ceiling), and an error gives way to any answer."""
+    paths = dict(earlier["paths"])
+    for path, answer in now["paths"].items():
+        before = paths.get(path, {})
+        if "gflops" not in before or answer.get("gflops", 0) > before["gflops"]:
+            paths[path] = answer
+    return dict(earlier, paths=paths, ceilings=best_per_precision(paths), busy_cores=now["busy_cores"])
+
+
+def cached_or_measured(device, threads, gpu=None, probe=run_probe, cache_dir=None, say=print,
+                       others=cpu_seconds_of_others):
+    """The machine's ceiling, from the cache in `cache_dir` (.envs/) where this key was measured, else measured now:
+    measure()'s answer with the key, whether it came from the cache, and the command that measures it. A cached entry
+    whose paths include one that failed for a reason that may pass (no answer in its time, the probe failing) has
+    those paths measured again. What was measured while other programs kept more than BUSY_CORES cores busy is not
+    cached: it is said so, and measured again next time."""
     key = machine_key(device, threads, gpu)
     path = Path(cache_dir or catalog.ENVS_DIR) / CACHE_FILE
     try:
@@ -126,12 +210,19 @@ def cached_or_measured(device, threads, gpu=None, probe=run_probe, cache_dir=Non
     except (OSError, ValueError):
         cache = {}
     digest = key_digest(key)
-    if digest in cache:
-        return dict(cache[digest], cached=True)
-    found = dict(measure(device, threads, gpu, probe, say), key=key, cached=False,
+    earlier = cache.get(digest)
+    again = [name for name, answer in (earlier or {}).get("paths", {}).items() if answer.get("retry")]
+    if earlier and not again:
+        return dict(earlier, cached=True)
+    found = measure(device, threads, gpu, probe, say, paths=again or None, others=others)
+    found = dict(merged(earlier, found) if earlier else found, key=key, cached=False,
                  command="{} {} '{}'".format(Path(sys.executable).name, PROBE.relative_to(catalog.REPO),
                                              json.dumps({"paths": "...", "threads": threads, "budget_s": BUDGET_S})))
-    if found["ceilings"]:  # a machine where nothing could be measured is asked again next time
+    busy = found["busy_cores"]
+    if busy is not None and busy > BUSY_CORES:
+        say("[ceiling] other programs kept {:.1f} cores busy while it was measured: not cached, measured again next "
+            "run".format(busy))
+    elif found["ceilings"]:  # a machine where nothing could be measured is asked again next time
         cache[digest] = found
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(".tmp")

@@ -3,8 +3,15 @@
 Run as a script in an environment's interpreter (it imports only the standard library, NumPy and, for their paths,
 PyTorch or JAX):
     python runner/run/gemm_probe.py '{"paths": ["numpy.matmul fp32", ...], "threads": 2, "budget_s": 2.0}'
-It prints one JSON object: {path: {"gflops": the best of its repeats, "library": what computed it, "size": n,
-"repeats": k, "seconds": the best repeat's}} or {path: {"error": why}} for a path it cannot take.
+It prints one JSON line per path as soon as that path is measured, {path: {"gflops": the best of its repeats,
+"library": what computed it, "size": n, "repeats": k, "seconds": the best repeat's, "spread": (slowest - best) /
+best, "spent_s": the path's time, calibration included}} or {path: {"error": why}} for a path it cannot take, so
+that a path that never ends loses only itself (runner/run/ceiling.py run_probe).
+
+Each path sizes its problem first: it grows the matrices from a small size while one product stays under an eighth
+of the budget, up to the size that keeps a fast path far from any cache. A path its CPU computes slowly (float16 on
+a CPU without a float16 unit: 0.4 GFLOP/s, 43 s for one 2048-square product) is measured at a size that answers in
+its budget, and reported slow, instead of sinking the paths after it.
 """
 
 import json
@@ -12,24 +19,47 @@ import os
 import sys
 import time
 
-CPU_SIZE = 2048  # 17 GFLOP a product: a few tenths of a second on a small CPU, far from any cache
-GPU_SIZE = 8192  # 1.1 TFLOP a product: milliseconds on a GPU
+CPU_SIZES = (256, 2048)  # square sizes from, to: 17 GFLOP a product at the top, far from any cache
+GPU_SIZES = (1024, 8192)  # 1.1 TFLOP a product at the top: milliseconds on a GPU
 CONV_SHAPE = (8, 512, 64, 64)  # a 1x1 convolution (N, C, H, W) to C channels: a GEMM of 32768 x 512 x 512 through oneDNN
+CALIBRATION_SHARE = 8  # a path grows its problem while one product takes under budget_s / CALIBRATION_SHARE
 
 
-def best_seconds(run, sync, budget_s):
-    """The best time of `run()` (after one untimed call) over repeats until `budget_s` is spent, at least two; and how
-    many were timed."""
+def timed(run, sync):
+    """Seconds of one `run()`, the device synchronised before the clock stops."""
+    started = time.perf_counter()
     run()
     sync()
-    times, spent = [], 0.0
-    while len(times) < 2 or (spent < budget_s and len(times) < 10):
-        started = time.perf_counter()
-        run()
-        sync()
-        times.append(time.perf_counter() - started)
-        spent += times[-1]
-    return min(times), len(times)
+    return time.perf_counter() - started
+
+
+def calibrated(make_run, sync, sizes, budget_s):
+    """The largest size, doubling from sizes[0] to sizes[1], at which one product of `make_run(size)` takes under
+    budget_s / CALIBRATION_SHARE (or the first size, however slow); with its run and the seconds of that product, the
+    first of its samples. One untimed call first: the library's own start."""
+    size, run = sizes[0], make_run(sizes[0])
+    run()
+    sync()
+    while True:
+        seconds = timed(run, sync)
+        if size * 2 > sizes[1] or seconds * CALIBRATION_SHARE >= budget_s:
+            return size, run, seconds
+        size, run = size * 2, make_run(size * 2)
+
+
+def best_seconds(run, sync, budget_s, first):
+    """The best time of `run()` over repeats until `budget_s` is spent, at least two, `first` (the calibration's
+    product) the first of them; how many were timed; and their spread, (slowest - best) / best."""
+    times = [first]
+    while len(times) < 2 or (sum(times) < budget_s and len(times) < 10):
+        times.append(timed(run, sync))
+    return min(times), len(times), (max(times) - min(times)) / min(times)
+
+
+def answer(flops, seconds, repeats, spread, library, size, started):
+    """One path's answer: its GFLOP/s with how they were measured."""
+    return {"gflops": flops / seconds / 1e9, "library": library, "size": size, "repeats": repeats, "seconds": seconds,
+            "spread": spread, "spent_s": time.perf_counter() - started}
 
 
 def numpy_blas():
@@ -44,14 +74,20 @@ def numpy_blas():
 
 
 def measure_numpy(path, threads, budget_s):
-    """numpy.matmul in float32 on two CPU_SIZE square matrices."""
+    """numpy.matmul in float32 on two square matrices of a calibrated size."""
     import numpy as np
 
+    started = time.perf_counter()
     rng = np.random.RandomState(0)
-    a, b = (rng.standard_normal((CPU_SIZE, CPU_SIZE)).astype(np.float32) for _ in range(2))
-    seconds, repeats = best_seconds(lambda: a @ b, lambda: None, budget_s)
-    return {"gflops": 2 * CPU_SIZE ** 3 / seconds / 1e9, "library": "NumPy {} ({})".format(np.__version__, numpy_blas()),
-            "size": CPU_SIZE, "repeats": repeats, "seconds": seconds}
+
+    def make_run(size):
+        a, b = (rng.standard_normal((size, size)).astype(np.float32) for _ in range(2))
+        return lambda: a @ b
+
+    size, run, first = calibrated(make_run, lambda: None, CPU_SIZES, budget_s)
+    seconds, repeats, spread = best_seconds(run, lambda: None, budget_s, first)
+    return answer(2 * size ** 3, seconds, repeats, spread, "NumPy {} ({})".format(np.__version__, numpy_blas()), size,
+                  started)
 
 
 TORCH_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -61,6 +97,7 @@ def measure_torch(path, threads, budget_s):
     """torch.mm on the CPU or the first GPU in the path's precision, or a 1x1 convolution through oneDNN on the CPU."""
     import torch
 
+    started = time.perf_counter()
     torch.set_num_threads(threads)
     on_gpu = path.startswith("torch.cuda")
     precision = path.rsplit(" ", 1)[1]
@@ -68,26 +105,35 @@ def measure_torch(path, threads, budget_s):
         if not torch.cuda.is_available():
             return {"error": "no GPU that PyTorch can use"}
         torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"  # fp32 on the CUDA cores, tf32 on tensor cores
-        device, size, sync = "cuda", GPU_SIZE, torch.cuda.synchronize
+        device, sizes, sync = "cuda", GPU_SIZES, torch.cuda.synchronize
         library = "PyTorch {} (CUDA {}, {})".format(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))
     else:
-        device, size, sync = "cpu", CPU_SIZE, lambda: None
+        device, sizes, sync = "cpu", CPU_SIZES, lambda: None
         library = "PyTorch {} ({})".format(torch.__version__, "MKL" if torch.backends.mkl.is_available() else "no MKL")
     dtype = getattr(torch, TORCH_DTYPES[precision])
     generator = torch.Generator().manual_seed(0)
-    if "conv1x1" in path:
-        n, c, h, w = CONV_SHAPE
-        x = torch.randn(CONV_SHAPE, generator=generator).to(dtype).contiguous(memory_format=torch.channels_last)
+    if "conv1x1" in path:  # the batch calibrated, 1 to CONV_SHAPE's
+        _, c, h, w = CONV_SHAPE
         weight = torch.randn((c, c, 1, 1), generator=generator).to(dtype).contiguous(memory_format=torch.channels_last)
+
+        def make_run(n):
+            x = torch.randn((n, c, h, w), generator=generator).to(dtype).contiguous(memory_format=torch.channels_last)
+            return lambda: torch.nn.functional.conv2d(x, weight)
+
         with torch.no_grad():
-            seconds, repeats = best_seconds(lambda: torch.nn.functional.conv2d(x, weight), sync, budget_s)
-        flops, size = 2 * n * h * w * c * c, list(CONV_SHAPE)
+            n, run, first = calibrated(make_run, sync, (1, CONV_SHAPE[0]), budget_s)
+            seconds, repeats, spread = best_seconds(run, sync, budget_s, first)
+        flops, size = 2 * n * h * w * c * c, [n, c, h, w]
         library += ", oneDNN" if torch.backends.mkldnn.is_available() else ", no oneDNN"
     else:
-        a, b = (torch.randn((size, size), generator=generator).to(dtype).to(device) for _ in range(2))
-        seconds, repeats = best_seconds(lambda: torch.mm(a, b), sync, budget_s)
+        def make_run(size):
+            a, b = (torch.randn((size, size), generator=generator).to(dtype).to(device) for _ in range(2))
+            return lambda: torch.mm(a, b)
+
+        size, run, first = calibrated(make_run, sync, sizes, budget_s)
+        seconds, repeats, spread = best_seconds(run, sync, budget_s, first)
         flops = 2 * size ** 3
-    return {"gflops": flops / seconds / 1e9, "library": library, "size": size, "repeats": repeats, "seconds": seconds}
+    return answer(flops, seconds, repeats, spread, library, size, started)
 
 
 JAX_MATMUL_PRECISION = {"fp32": "highest", "tf32": "tensorfloat32"}  # else the arrays' own type, at "default"
@@ -106,14 +152,20 @@ def measure_jax(path, threads, budget_s):
         gpus = []
     if not gpus:
         return {"error": "no GPU that JAX can use"}
+    started = time.perf_counter()
     dtype = getattr(jnp, TORCH_DTYPES[precision])
-    a, b = (jax.device_put(jax.random.normal(key, (GPU_SIZE, GPU_SIZE), dtype), gpus[0])
-            for key in jax.random.split(jax.random.PRNGKey(0)))
+    product = jax.jit(jnp.dot)
+
+    def make_run(size):
+        a, b = (jax.device_put(jax.random.normal(key, (size, size), dtype), gpus[0])
+                for key in jax.random.split(jax.random.PRNGKey(0)))
+        return lambda: product(a, b).block_until_ready()
+
     with jax.default_matmul_precision(JAX_MATMUL_PRECISION.get(precision, "default")):
-        product = jax.jit(jnp.dot)
-        seconds, repeats = best_seconds(lambda: product(a, b).block_until_ready(), lambda: None, budget_s)
-    return {"gflops": 2 * GPU_SIZE ** 3 / seconds / 1e9, "library": "JAX {} ({})".format(jax.__version__, gpus[0].device_kind),
-            "size": GPU_SIZE, "repeats": repeats, "seconds": seconds}
+        size, run, first = calibrated(make_run, lambda: None, GPU_SIZES, budget_s)
+        seconds, repeats, spread = best_seconds(run, lambda: None, budget_s, first)
+    return answer(2 * size ** 3, seconds, repeats, spread, "JAX {} ({})".format(jax.__version__, gpus[0].device_kind),
+                  size, started)
 
 
 def measure_for(path):
@@ -122,16 +174,15 @@ def measure_for(path):
 
 
 def main(request_json):
-    """Measure every path of the request; print the answers as one JSON object."""
+    """Measure every path of the request in turn; print each answer as one JSON line, {path: answer}, when it is known."""
     request = json.loads(request_json)
     threads = int(request.get("threads") or os.cpu_count() or 1)
-    answers = {}
     for path in request["paths"]:
         try:
-            answers[path] = measure_for(path)(path, threads, float(request.get("budget_s", 2.0)))
+            found = measure_for(path)(path, threads, float(request.get("budget_s", 2.0)))
         except (ImportError, RuntimeError, ValueError, TypeError) as error:  # a library or dtype this machine lacks
-            answers[path] = {"error": "{}: {}".format(type(error).__name__, str(error).splitlines()[0] if str(error) else "")}
-    print(json.dumps(answers))
+            found = {"error": "{}: {}".format(type(error).__name__, str(error).splitlines()[0] if str(error) else "")}
+        print(json.dumps({path: found}), flush=True)
 
 
 if __name__ == "__main__":
