@@ -55,6 +55,13 @@ def _sweep(text):
     return key.strip(), [_literal(value) for value in _names(values)]
 
 
+def _path(text):
+    """A path option made absolute against the folder the command runs from, `~` expanded and symbolic links kept."""
+    # once, here: the kernels and subprocesses start in other folders; a venv's python is a link that must stay one;
+    # `setup --python NAME` was always a file in this folder (adopt and the check below), never a PATH lookup
+    return Path(os.path.abspath(os.path.expanduser(text)))
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors become UsageError (one line, exit 2) instead of usage text."""
 
@@ -89,22 +96,22 @@ def build_parser():
     run.add_argument("--precision", dest="precisions", type=_names, help="comma-separated, each a row: " + "; ".join(
         "{} = {}".format(k, v) for k, v in variants.PRECISIONS.items()) + " (default auto)")
     run.add_argument("--compile", dest="compile_modes", type=_names, help="comma-separated, each a row: " + "; ".join(
-        "{} = {}".format(k, v) for k, v in variants.COMPILE_MODES.items()) + " (default: each task's own, common/tasks.py: "
+        "{} = {}".format(k, v) for k, v in variants.COMPILE_MODES.items()) + " (default: each task's own, common/tasks/: "
         "inference default and on, the others default; default alone with --precision or --sweep)")
     run.add_argument("--sweep", type=_sweep, metavar="KEY=V1,V2,...", help="run each notebook whose task has the "
                      "hyperparameter once per value, and plot throughput against it, e.g. --sweep batch_size=1,8,32")
     run.add_argument("--devices", type=int, metavar="N", help="data-parallel training on 1 and on N devices (GPUs, or "
                      "processes sharing the CPU), for the scaling efficiency: --sweep devices=1,N")
     run.add_argument("--timeout", type=float, help="seconds per notebook (default: smoke 600, quick 1800, full 14400)")
-    run.add_argument("--results", type=Path, default=catalog.REPO / "results", help="folder for run folders")
+    run.add_argument("--results", type=_path, default=catalog.REPO / "results", help="folder for run folders")
     run.add_argument("--no-setup", action="store_true", help="fail instead of building missing environments")
     run.add_argument("--gpu", action="store_true", help="GPU builds even where nvidia-smi finds no GPU (the default "
                      "where it finds one)")
     run.add_argument("--cpu", action="store_true", help="CPU builds even where there is a GPU")
-    run.add_argument("--wheels", type=Path, help="install from this folder of wheels, without a package index "
+    run.add_argument("--wheels", type=_path, help="install from this folder of wheels, without a package index "
                      "(also $ROSETTA_WHEELS)")
     run.add_argument("-q", "--quiet", action="store_true", help="hide the notebooks' own output")
-    run.add_argument("--resume", type=Path, metavar="RESULTS_DIR", help="finish an interrupted or failed run: run what "
+    run.add_argument("--resume", type=_path, metavar="RESULTS_DIR", help="finish an interrupted or failed run: run what "
                      "is missing, failed or interrupted in that folder, with the parameters it was started with")
     run.add_argument("--no-equivalence", action="store_true", help="skip the checks that every notebook computes "
                      "PyTorch's results from shared weights and, with --devices N, that a data-parallel step is the "
@@ -121,11 +128,11 @@ def build_parser():
     setup.add_argument("envs", nargs="*", help="environment names, default all: " + ", ".join(catalog.ENVIRONMENTS))
     setup.add_argument("--gpu", action="store_true", help="GPU builds even where nvidia-smi finds no GPU")
     setup.add_argument("--cpu", action="store_true", help="CPU builds, replacing GPU builds and adoptions")
-    setup.add_argument("--python", type=Path, metavar="PATH", help="adopt this existing interpreter as the (one) "
+    setup.add_argument("--python", type=_path, metavar="PATH", help="adopt this existing interpreter as the (one) "
                        "environment named, instead of building a virtual environment")
     setup.add_argument("--install-missing", action="store_true", help="with --python: pip-install the pinned packages "
                        "that interpreter lacks (ipykernel, keras, ...)")
-    setup.add_argument("--wheels", type=Path, help="install from this folder of wheels, without a package index "
+    setup.add_argument("--wheels", type=_path, help="install from this folder of wheels, without a package index "
                        "(also $ROSETTA_WHEELS)")
     setup.add_argument("--on", choices=["ray"], help="ray: build them on every node of the Ray cluster at --address "
                        "(one task per node, in its checkout)")
@@ -148,12 +155,12 @@ def build_parser():
 
     report = sub.add_parser("report", help="rebuild a run's table, plot and HTML report; with several folders, "
                             "merge them into one table (one column per machine and profile)")
-    report.add_argument("run_dirs", type=Path, nargs="+", metavar="RESULTS_DIR")
-    report.add_argument("--out", type=Path, help="where the merged table goes (default results/merged-<time>)")
+    report.add_argument("run_dirs", type=_path, nargs="+", metavar="RESULTS_DIR")
+    report.add_argument("--out", type=_path, help="where the merged table goes (default results/merged-<time>)")
 
     rosetta = sub.add_parser("rosetta", help="regenerate the side-by-side pages docs/rosetta/<task>.html from "
                              "notebooks/, and docs/scaling.png")
-    rosetta.add_argument("--out", type=Path, help="folder to write them to (default docs/rosetta)")
+    rosetta.add_argument("--out", type=_path, help="folder to write them to (default docs/rosetta)")
 
     sub.add_parser("list", help="frameworks, tasks and environments, and which environments are built")
 
