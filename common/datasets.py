@@ -37,7 +37,7 @@ IMDB_FILE = RemoteFile(
     digest="69664113be75683a8fe16e3ed0ab59fda8886cb3cd7ada244f7d9544e4676b9f",
 )
 
-# The downloads by name, as the task registry (common/tasks.py) names them.
+# The downloads by name, as the tasks (common/tasks/) name them.
 REMOTE_FILES = {remote.name: remote for remote in (CIFAR10_FILE, IMDB_FILE)}
 
 Dataset = collections.namedtuple("Dataset", "x_train y_train x_test y_test source description")

@@ -1,4 +1,5 @@
-"""Analytic FLOP counts of the three workloads, and peak throughputs to compare achieved FLOP/s with.
+"""How FLOPs are counted, ResNet-50's count (two tasks compute it), and peak throughputs to compare achieved FLOP/s
+with. Each task's own count is in its module (common/tasks/<key>.py: Task.training_flops, Task.achieved_flops).
 
 A multiply-add counts as 2 FLOPs. Counted: convolutions, dense layers and the GRU's matrix products;
 left out: activations, pooling, batch normalisation, softmax, the GRU's gate arithmetic and embedding
@@ -42,48 +43,6 @@ FP32_UNITS_PER_SM = {"3": 192, "5": 128, "6.0": 64, "6": 128, "7": 64, "8.0": 64
 # divide by the measured ceiling (runner/run/ceiling.py), this estimate is only shown beside it.
 CPU_FLOPS_PER_CYCLE = {"avx512": 64, "avx512-on-256": 32, "avx2": 32, "sse": 16}
 
-_CNN_CONVS = ((3, 50, 32), (50, 50, 32), (50, 100, 16), (100, 100, 16))  # (in, out, spatial size), 3x3 kernels
-
-
-def cnn_forward_flops(params):
-    """FLOPs of one CIFAR-10 image through the VGG-style CNN (convolutions and dense layers)."""
-    convs = sum(2 * 9 * cin * cout * size * size for cin, cout, size in _CNN_CONVS)
-    dense = 2 * (100 * 8 * 8 * 512 + 512 * params["num_classes"])
-    return convs + dense
-
-
-def cnn_training_flops(params):
-    """FLOPs of one image's training step: three forward passes less the first convolution's input gradient."""
-    first = 2 * 9 * 3 * 50 * 32 * 32
-    return 3 * cnn_forward_flops(params) - first
-
-
-def rnn_forward_flops(params):
-    """FLOPs of one review through the GRU (three gates' input and recurrent products per token) and dense layer."""
-    embedding, units = params["embedding_dim"], params["hidden_units"]
-    per_token = 2 * 3 * (embedding * units + units * units)
-    return params["maxlen"] * per_token + 2 * units * params["num_classes"]
-
-
-def rnn_training_flops(params):
-    """FLOPs of one review's training step: three forward passes (the embedding's gradient needs the input one)."""
-    return 3 * rnn_forward_flops(params)
-
-
-def transformer_forward_flops(params):
-    """FLOPs of one review through the encoder: per layer the four projections (query, key, value, output), the
-    attention scores and their weighted sum of values over every pair of positions (padding included: it is masked,
-    not skipped), the feed-forward block's two products; then the classifier. Norms, softmax and GELU not counted."""
-    length, width, units = params["maxlen"], params["model_dim"], params["feedforward_units"]
-    per_layer = 4 * 2 * length * width * width + 2 * 2 * length * length * width + 2 * 2 * length * width * units
-    return params["layers"] * per_layer + 2 * width * params["num_classes"]
-
-
-def transformer_training_flops(params):
-    """FLOPs of one review's training step: three forward passes (the embeddings' gradient needs the input one)."""
-    return 3 * transformer_forward_flops(params)
-
-
 def resnet50_forward_flops(image_size=224, version="1.5"):
     """FLOPs of one image through ResNet-50 up to the global average pool.
 
@@ -111,21 +70,6 @@ def resnet50_forward_flops(image_size=224, version="1.5"):
                 total += 2 * channels * 4 * width * reduced * reduced  # projection shortcut
             channels, size = 4 * width, reduced
     return total
-
-
-def resnet50_training_flops(params):
-    """FLOPs of one image's training step through ResNet-50 v1.5 and its classifier (task "train"): three forward
-    passes less the first convolution's input gradient."""
-    size = params["image_size"]
-    forward = resnet50_forward_flops(size, "1.5") + 2 * 2048 * params["num_classes"]
-    first = 2 * 7 * 7 * 3 * 64 * (-(-size // 2)) ** 2
-    return 3 * forward - first
-
-
-def training_flops(task, params):
-    """FLOPs of one sample's training step for "cnn", "rnn", "transformer" or "train"."""
-    return {"cnn": cnn_training_flops, "rnn": rnn_training_flops, "transformer": transformer_training_flops,
-            "train": resnet50_training_flops}[task](params)
 
 
 def gpu_peak_tflops(name):

@@ -1,121 +1,23 @@
-"""Hyperparameters of the workloads and the run profiles (full, quick, smoke), in one place.
+"""Hyperparameters of the workloads under the run profiles (full, quick, smoke): the rules their values keep to, and
+for_task, which a task's numbers come from.
 
-Notebooks receive a profile name (and optional overrides) as papermill parameters and call
-`for_task` to get the numbers they train with; nothing else in the project repeats them.
+Notebooks receive a profile name (and optional overrides) as papermill parameters and call `for_task` to get the
+numbers they train with; the numbers themselves are their task's (common/tasks/<key>.py), and nothing else in the
+project repeats them.
 """
 
 import copy
 import math
 
-from common import tasks
-
-# The reference definition (the original Rosetta-stone benchmark's numbers).
-# `train_samples` / `test_samples` of None mean "the whole split".
-FULL = {
-    "cnn": {
-        "epochs": 10,
-        "batch_size": 64,
-        "lr": 0.01,
-        "momentum": 0.9,
-        "num_classes": 10,
-        "conv_dropout": 0.25,  # after each pooling
-        "dense_dropout": 0.5,  # after the first dense layer
-        "train_samples": None,
-        "test_samples": None,
-    },
-    "inference": {
-        "batch_size": 32,
-        "batches": 40,
-        "repeats": 5,
-        "warmup_batches": 1,
-        "image_size": 224,
-        "features": 2048,
-        "weights": "auto",
-    },
-    "rnn": {
-        "epochs": 3,
-        "batch_size": 64,
-        "lr": 0.001,
-        "beta1": 0.9,
-        "beta2": 0.999,
-        "eps": 1e-8,
-        "vocab_size": 30000,
-        "maxlen": 150,
-        "embedding_dim": 125,
-        "hidden_units": 100,
-        "num_classes": 2,
-        "train_samples": None,
-        "test_samples": None,
-    },
-    # A pre-norm encoder (layer norm before attention and before the feed-forward block, and once after the last
-    # layer): it trains from the first step without a learning-rate warm-up, which the post-norm original needs
-    "transformer": {
-        "epochs": 3,
-        "batch_size": 64,
-        "lr": 5e-4,
-        "beta1": 0.9,
-        "beta2": 0.999,
-        "eps": 1e-8,
-        "weight_decay": 0.01,  # AdamW's decoupled decay, of every weight (biases, norms and embeddings too)
-        "vocab_size": 30000,
-        "maxlen": 150,  # tokens per review, and so the positions the position embedding has
-        "model_dim": 128,
-        "heads": 4,
-        "layers": 4,
-        "feedforward_units": 512,  # with exact (erf) GELU between its two dense layers
-        "dropout": 0.1,  # on the embeddings' sum and on each block's output before its residual sum
-        "norm_epsilon": 1e-5,
-        "num_classes": 2,
-        "train_samples": None,
-        "test_samples": None,
-    },
-    "train": {
-        "devices": 1,  # data-parallel workers per machine: GPUs, or on the CPU processes (or devices) sharing its cores
-        "machines": 1,  # machines taking part, each with `devices` workers (the notebook runs on each: README)
-        "batch_size": 64,  # per device: N devices step on N x batch_size images
-        "micro_batches": 1,  # each device's batch in this many parts, gradients summed (see common/scaling.py)
-        "image_size": 224,
-        "num_classes": 1000,
-        "lr": 0.1,
-        "momentum": 0.9,
-        "warmup_steps": 5,  # untimed, reported apart (compilation, autotuning, the engine's first buckets)
-        "steps": 20,  # timed steps a pass
-        "repeats": 5,  # timed passes, reported as median and spread
-    },
-}
-
-# Profiles only name what they change relative to FULL.
-PROFILES = {
-    "full": {},
-    # Three epochs, so that the first (warm-up, autotune, compilation inside the step) is reported apart and the
-    # other two give a median and a spread; as few steps as still take every framework's own initialisation
-    # clearly above chance (PyTorch's CNN takes off after 60 to 70 SGD steps on the stand-in, its GRU within 50 Adam steps).
-    "quick": {
-        "cnn": {"epochs": 3, "train_samples": 1536, "test_samples": 512},
-        "inference": {"batches": 1, "repeats": 3},
-        "rnn": {"epochs": 3, "train_samples": 1024, "test_samples": 512},
-        # Half the RNN's reviews, for the main command's time: a transformer step costs 14 times a GRU's. PyTorch's
-        # leaves chance within 24 steps (0.88 on 512 reviews, 0.48 on 256); three rows need more (docs/results.md)
-        "transformer": {"epochs": 3, "train_samples": 512, "test_samples": 256},
-        "train": {"batch_size": 8, "warmup_steps": 1, "steps": 2, "repeats": 3},
-    },
-    "smoke": {
-        "cnn": {"epochs": 1, "train_samples": 256, "test_samples": 128},
-        # 96: the smallest size at which ResNet-50's last stage (1/32 of it) still fits a 3x3 kernel,
-        # which CNTK requires; frameworks that pad past the input's edge would accept 64.
-        "inference": {"batch_size": 2, "batches": 2, "repeats": 2, "image_size": 96},
-        "rnn": {"epochs": 1, "train_samples": 256, "test_samples": 128},
-        "transformer": {"epochs": 1, "train_samples": 256, "test_samples": 128},
-        "train": {"batch_size": 2, "image_size": 96, "num_classes": 10, "warmup_steps": 1, "steps": 1, "repeats": 2},
-    },
-}
-
-# What each profile is for, for help texts and reports.
+# The profiles, by what each is for (help texts and reports). A task's module (common/tasks/<key>.py) holds its
+# reference numbers (`full`, the original Rosetta-stone benchmark's) and what each other profile changes of them,
+# only how much data is used, never the model or the optimiser; sample counts of None mean "the whole split".
 PROFILE_NOTES = {
     "full": "the benchmark as defined (10/3 epochs, whole datasets, 40 batches x 5 repeats)",
     "quick": "under a minute per notebook on a 2-core CPU: 3 epochs of small subsets, 3 passes of one batch",
     "smoke": "seconds per notebook: a handful of batches, for tests",
 }
+PROFILES = tuple(PROFILE_NOTES)
 
 
 class Rule(object):
@@ -161,46 +63,44 @@ def _count(low=1, **options):
 
 
 _PROBABILITY = Rule("number", 0.0, 1.0, below_high=True)
-# Every hyperparameter's type and range, checked by for_task (so by the runner before anything starts, and
-# by a notebook run by hand). Learning rates may be 0: the equivalence check computes at the shared weights.
+# The type and range of the hyperparameters several tasks share; a task's own are in its module (Task.rules). Checked
+# by for_task (so by the runner before anything starts, and by a notebook run by hand). Learning rates may be 0: the
+# same-weights check computes at the shared weights.
 RULES = {
-    "epochs": _count(), "batch_size": _count(), "batches": _count(), "repeats": _count(),
-    "warmup_batches": _count(0), "num_classes": _count(2), "hidden_units": _count(), "embedding_dim": _count(),
+    "epochs": _count(), "batch_size": _count(), "repeats": _count(), "num_classes": _count(2),
     "maxlen": _count(), "vocab_size": _count(3, why="0 pads, 1 starts a review, 2 stands for unknown words"),
     "train_samples": _count(optional=True), "test_samples": _count(optional=True),
     "image_size": _count(96, why="ResNet-50's last stage must still fit a 3x3 kernel in every framework"),
-    "features": Rule("choice", choices=(2048,), why="ResNet-50's global average pool"),
-    "weights": Rule("choice", choices=("auto", "imagenet", "random")),
     "lr": Rule("number", 0.0), "eps": Rule("number", 0.0, why="added to a denominator"),
     "momentum": _PROBABILITY, "beta1": _PROBABILITY, "beta2": _PROBABILITY,
-    "conv_dropout": _PROBABILITY, "dense_dropout": _PROBABILITY,
-    "model_dim": _count(), "heads": _count(), "layers": _count(), "feedforward_units": _count(),
-    "dropout": _PROBABILITY, "weight_decay": Rule("number", 0.0), "norm_epsilon": Rule("number", 0.0, why="added to a variance"),
-    "devices": _count(), "machines": _count(), "micro_batches": _count(), "warmup_steps": _count(0), "steps": _count(),
 }
+
+
+def rules_of(task):
+    """{name: Rule} of every hyperparameter of `task` (a common.tasks.Task): the shared RULES and the task's own."""
+    return dict(RULES, **task.rules)
 
 
 def check_values(task, params):
     """Raise ValueError, in one line naming the parameter, its value and what is allowed, for the first value of
-    `params` (a task's hyperparameters) that its rule refuses, or for sample counts smaller than one batch."""
+    `params` (the hyperparameters of `task`, a common.tasks.Task) that its rule refuses, for values that do not go
+    together in the task, or for sample counts smaller than one batch."""
+    rules = rules_of(task)
     for key, value in params.items():
-        rule = RULES.get(key)
+        rule = rules.get(key)
         if rule is not None and not rule.accepts(value):
-            raise ValueError("hyperparameter {}={!r} for task {}: must be {}".format(key, value, task, rule.allowed()))
-    if params.get("batch_size", 0) % params.get("micro_batches", 1):
-        raise ValueError("hyperparameter micro_batches={!r} for task {}: must divide batch_size={}".format(
-            params["micro_batches"], task, params["batch_size"]))
-    if params.get("model_dim", 0) % params.get("heads", 1):
-        raise ValueError("hyperparameter heads={!r} for task {}: must divide model_dim={}".format(
-            params["heads"], task, params["model_dim"]))
+            raise ValueError("hyperparameter {}={!r} for task {}: must be {}".format(key, value, task.key, rule.allowed()))
+    task.check_values(params)
     for key in ("train_samples", "test_samples"):
         if params.get(key) is not None and params[key] < params["batch_size"]:
             raise ValueError("hyperparameter {}={!r} for task {}: must be at least batch_size={} (whole batches "
-                             "only)".format(key, params[key], task, params["batch_size"]))
+                             "only)".format(key, params[key], task.key, params["batch_size"]))
 
 
 def check_task(task):
     """Raise ValueError with the known tasks if `task` is not one of them."""
+    from common import tasks  # the task modules import this one
+
     tasks.get(task)
 
 
@@ -213,16 +113,18 @@ def check_profile(profile):
 def for_task(task, profile="full", overrides=None):
     """Return the hyperparameters of `task` under `profile`, with `overrides` (a dict) applied last.
 
-    Raises ValueError (one line) for an unknown task, profile or hyperparameter, or a value RULES refuses."""
-    check_task(task)
+    Raises ValueError (one line) for an unknown task, profile or hyperparameter, or a value its rules refuse."""
+    from common import tasks  # the task modules import this one
+
+    spec = tasks.get(task)
     check_profile(profile)
-    params = copy.deepcopy(FULL[task])
-    params.update(PROFILES[profile].get(task, {}))
+    params = copy.deepcopy(spec.hyperparameters)
+    params.update(spec.profiles.get(profile, {}))
     for key, value in (overrides or {}).items():
         if key not in params:
             raise ValueError(
                 "unknown hyperparameter {!r} for task {!r}; known: {}".format(key, task, ", ".join(sorted(params)))
             )
         params[key] = value
-    check_values(task, params)
+    check_values(spec, params)
     return params

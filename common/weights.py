@@ -49,50 +49,11 @@ LOGITS = "logits"  # optional entry of an exported file: the model's logits on a
 
 
 def shapes(task, params):
-    """Return {name: shape} of the canonical weights of `task` ("cnn", "rnn", "inference" or "train") for its
+    """Return {name: shape} of the canonical weights of `task` (its module's Task.weight_shapes) for its
     hyperparameters."""
-    if task == "cnn":
-        classes = params["num_classes"]
-        return {
-            "conv1/kernel": (50, 3, 3, 3), "conv1/bias": (50,),
-            "conv2/kernel": (50, 50, 3, 3), "conv2/bias": (50,),
-            "conv3/kernel": (100, 50, 3, 3), "conv3/bias": (100,),
-            "conv4/kernel": (100, 100, 3, 3), "conv4/bias": (100,),
-            "fc1/kernel": (100 * 8 * 8, 512), "fc1/bias": (512,),
-            "fc2/kernel": (512, classes), "fc2/bias": (classes,),
-        }
-    if task == "rnn":
-        vocab, dim, units = params["vocab_size"], params["embedding_dim"], params["hidden_units"]
-        return {
-            "embedding": (vocab, dim),
-            "gru/kernel_input": (dim, 3 * units), "gru/kernel_recurrent": (units, 3 * units),
-            "gru/bias_input": (3 * units,), "gru/bias_recurrent": (3 * units,),
-            "fc/kernel": (units, params["num_classes"]), "fc/bias": (params["num_classes"],),
-        }
-    if task == "transformer":
-        return transformer_shapes(params)
-    if task == "inference":
-        return resnet50_shapes()
-    if task == "train":  # with its classifier, under torchvision's names and layout (out, in)
-        return dict(resnet50_shapes(), **{"fc.weight": (params["num_classes"], 2048), "fc.bias": (params["num_classes"],)})
-    raise ValueError("no canonical weights for task {!r}; tasks with them: {}".format(task, ", ".join(tasks.TASKS)))
-
-
-def transformer_shapes(params):
-    """{name: shape} of the encoder's canonical weights (the module docstring's transformer layout)."""
-    width, units, classes = params["model_dim"], params["feedforward_units"], params["num_classes"]
-    out = {"embedding/tokens": (params["vocab_size"], width), "embedding/positions": (params["maxlen"], width),
-           "final_norm/scale": (width,), "final_norm/bias": (width,), "fc/kernel": (width, classes), "fc/bias": (classes,)}
-    for layer in range(params["layers"]):
-        prefix = "layer{}/".format(layer)
-        for norm in ("attention_norm", "feedforward_norm"):
-            out.update({prefix + norm + "/scale": (width,), prefix + norm + "/bias": (width,)})
-        for projection in ("query", "key", "value", "output"):
-            out.update({prefix + "attention/" + projection + "/kernel": (width, width),
-                        prefix + "attention/" + projection + "/bias": (width,)})
-        out.update({prefix + "feedforward/hidden/kernel": (width, units), prefix + "feedforward/hidden/bias": (units,),
-                    prefix + "feedforward/output/kernel": (units, width), prefix + "feedforward/output/bias": (width,)})
-    return out
+    if task not in tasks.TASKS:
+        raise ValueError("no canonical weights for task {!r}; tasks with them: {}".format(task, ", ".join(tasks.TASKS)))
+    return tasks.get(task).weight_shapes(params)
 
 
 ConvBN = collections.namedtuple("ConvBN", "conv bn out_channels in_channels size")
@@ -128,32 +89,22 @@ def resnet50_shapes():
 def optional_shapes(task):
     """{name: shape} of the arrays a canonical file of `task` may hold besides shapes(): ResNet-50 v1's convolution
     biases for inference ("<conv>.bias"), none for the other tasks."""
-    if task != "inference":
-        return {}
-    return {layer.conv + ".bias": (layer.out_channels,) for layer in resnet50_layers()}
+    return tasks.get(task).optional_weight_shapes()
 
 
 def reference_weights(task, params, seed=0):
-    """Deterministic weights for `task` from `seed`: uniform(+-1/sqrt(fan_in)) like PyTorch's layers, embeddings N(0, 1),
-    layer norms' scales in 0.8-1.2 and shifts in +-0.1.
+    """Deterministic canonical weights for `task` from `seed`, by its rule (Task.reference_weights): fan_in_weights, or
+    resnet50_weights for ResNet-50."""
+    return tasks.get(task).reference_weights(params, seed)
 
-    ResNet-50 (tasks "inference" and "train"): He-normal convolutions, batch-norm scales and variances in 0.8-1.2,
-    shifts and means in +-0.1; its classifier (train) uniform(+-1/sqrt(2048)).
-    """
+
+def fan_in_weights(shapes_by_name, seed=0):
+    """Deterministic weights of the layouts `shapes_by_name` from `seed`: uniform(+-1/sqrt(fan_in)) like PyTorch's
+    layers (a GRU's every weight and bias from +-1/sqrt(units)), embeddings N(0, 1), layer norms' scales in 0.8-1.2
+    and shifts in +-0.1; drawn in the names' order."""
     rng = np.random.RandomState(seed)
     out = {}
-    if task in ("inference", "train"):  # He-normal convolutions; batch norms away from identity, so that a mix-up shows
-        for name, shape in sorted(shapes(task, params).items()):
-            if name.startswith("fc."):
-                out[name] = rng.uniform(-1 / np.sqrt(2048), 1 / np.sqrt(2048), size=shape)
-            elif len(shape) == 4:
-                out[name] = rng.normal(0.0, np.sqrt(2.0 / np.prod(shape[1:])), size=shape)
-            elif name.endswith(("running_var", ".weight")):
-                out[name] = rng.uniform(0.8, 1.2, size=shape)
-            else:  # bias, running_mean
-                out[name] = rng.uniform(-0.1, 0.1, size=shape)
-        return {name: value.astype(np.float32) for name, value in out.items()}
-    for name, shape in sorted(shapes(task, params).items()):
+    for name, shape in sorted(shapes_by_name.items()):
         if name.startswith("embedding"):
             out[name] = rng.normal(0.0, 1.0, size=shape)
             continue
@@ -168,19 +119,37 @@ def reference_weights(task, params, seed=0):
         elif name.endswith("/kernel"):
             fan_in = int(np.prod(shape[1:])) if len(shape) == 4 else shape[0]
         else:  # a bias: the fan-in of its kernel
-            kernel = shapes(task, params)[name.replace("/bias", "/kernel")]
+            kernel = shapes_by_name[name.replace("/bias", "/kernel")]
             fan_in = int(np.prod(kernel[1:])) if len(kernel) == 4 else kernel[0]
         bound = 1.0 / np.sqrt(fan_in)
         out[name] = rng.uniform(-bound, bound, size=shape)
     return {name: value.astype(np.float32) for name, value in out.items()}
 
 
+def resnet50_weights(shapes_by_name, seed=0):
+    """Deterministic ResNet-50 weights of the layouts `shapes_by_name` (torchvision's names) from `seed`: He-normal
+    convolutions, batch-norm scales and variances in 0.8-1.2, shifts and means in +-0.1 (away from identity, so that
+    a mix-up shows), a classifier ("fc.") uniform(+-1/sqrt(2048)); drawn in the names' order."""
+    rng = np.random.RandomState(seed)
+    out = {}
+    for name, shape in sorted(shapes_by_name.items()):
+        if name.startswith("fc."):
+            out[name] = rng.uniform(-1 / np.sqrt(2048), 1 / np.sqrt(2048), size=shape)
+        elif len(shape) == 4:
+            out[name] = rng.normal(0.0, np.sqrt(2.0 / np.prod(shape[1:])), size=shape)
+        elif name.endswith(("running_var", ".weight")):
+            out[name] = rng.uniform(0.8, 1.2, size=shape)
+        else:  # bias, running_mean
+            out[name] = rng.uniform(-0.1, 0.1, size=shape)
+    return {name: value.astype(np.float32) for name, value in out.items()}
+
+
 def resnet50_v1_weights(params, seed=0):
-    """The shared ResNet-50 v1 test weights: reference_weights("inference", params, seed) and a bias for every
-    convolution, 0.02 to 0.1 in magnitude with either sign (never zero, so that a lost bias shows)."""
-    out = reference_weights("inference", params, seed)
+    """The shared ResNet-50 v1 test weights: resnet50_weights(resnet50_shapes(), seed), the v1.5 ones, and a bias for
+    every convolution, 0.02 to 0.1 in magnitude with either sign (never zero, so that a lost bias shows)."""
+    out = resnet50_weights(resnet50_shapes(), seed)
     rng = np.random.RandomState(seed + 1)  # apart from the v1.5 weights' draws, which stay as they are
-    for name, shape in sorted(optional_shapes("inference").items()):
+    for name, shape in sorted((layer.conv + ".bias", (layer.out_channels,)) for layer in resnet50_layers()):
         out[name] = (rng.uniform(0.02, 0.1, size=shape) * rng.choice([-1.0, 1.0], size=shape)).astype(np.float32)
     return out
 

@@ -20,6 +20,9 @@ run = {"compile": "default", "compiler": None}
 # threads, Keras 3.15.1 on torch 2.14.1; docs/measurements.md#fast-paths): 54-78 s per 1000 images channels-first
 # against 82-102 channels-last; the CNN was 17% slower channels-first, so it stays channels-last
 CHANNELS_FIRST = {"torch": ("inference",)}
+# (backend, task) -> why Keras' compiler (jit_compile) cannot compile that task's model there
+NOT_COMPILED = {("torch", "inference"): "torch.compile of Keras' ResNet50 hits torch._dynamo's recompile limit at its "
+                                        "layer calls: its convolutions run eagerly, between one-layer graphs"}
 
 
 def backend_module():
@@ -70,10 +73,9 @@ def jit_compile(task):
     Unsupported where Keras' compiler cannot compile the task's model."""
     if run["compile"] != "on":
         return "auto"
-    if task == "inference" and keras.backend.backend() == "torch":
-        variants.refuse(NAME, "compile_mode", "on", "torch.compile of Keras' ResNet50 hits torch._dynamo's recompile "
-                                                    "limit at its layer calls: its convolutions run eagerly, between "
-                                                    "one-layer graphs")
+    why = NOT_COMPILED.get((keras.backend.backend(), task))
+    if why:
+        variants.refuse(NAME, "compile_mode", "on", why)
     return True
 
 

@@ -5,7 +5,7 @@ import os
 
 import torch
 
-from common import environment, memory, results, variants
+from common import environment, memory, results, tasks, variants
 from frameworks.probe import check_gpu
 
 NAME = "PyTorch"
@@ -116,9 +116,10 @@ def speed_settings(task, dev):
             "MKL" if torch.backends.mkl.is_available() else "OpenBLAS")
     if not torch.backends.mkldnn.enabled and not on_gpu:
         kernels = "ATen's own convolutions (oneDNN off), " + kernels.split(", ", 1)[1]
-    policy = "torch.autocast" + (" and GradScaler" if chosen["computed_precision"] == "fp16" and task != "inference" else "")
+    optimises = tasks.get(task).optimises
+    policy = "torch.autocast" + (" and GradScaler" if chosen["computed_precision"] == "fp16" and optimises else "")
     return results.speed_settings(task, layout="NHWC (channels_last memory format)", compiler=compiler_setting(
-        task == "inference"), kernels=kernels, autotune=torch.backends.cudnn.benchmark if on_gpu else None,
+        not optimises), kernels=kernels, autotune=torch.backends.cudnn.benchmark if on_gpu else None,
         threads=torch.get_num_threads(), precision=variants.precision_setting(chosen["computed_precision"], policy))
 
 

@@ -10,6 +10,7 @@ from common import environment, gpu, memory, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "TensorFlow"
+CHANNELS_FIRST_ON_GPU = ("cnn",)  # the notebooks that compute channels-first (NCHW, cuDNN's layout) on a GPU
 # what choose_device and set_variant decided, for the record: the precision and compile mode asked for, and the
 # precision computed in
 chosen = {"note": None, "precision": "auto", "computed_precision": "fp32", "compile_mode": "default"}
@@ -156,7 +157,7 @@ def speed_settings(task, dev):
     else:
         kernels = "Eigen"
     policy = "layers compute in it on float32 variables" + (", loss scaling" if chosen["computed_precision"] == "fp16" else "")
-    layout = "NCHW" if on_gpu and task == "cnn" else "NHWC"  # the CNN notebook's: cuDNN's layout on a GPU
+    layout = "NCHW" if on_gpu and task in CHANNELS_FIRST_ON_GPU else "NHWC"
     return results.speed_settings(
         task, layout=layout, compiler=compiler_setting(), kernels=kernels,
         autotune=os.environ.get("TF_CUDNN_USE_AUTOTUNE", "1") != "0" if on_gpu else None,

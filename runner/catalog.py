@@ -317,15 +317,13 @@ def absent_selected(frameworks=None):
 
 
 def expand(jobs, precisions=("auto",), compile_modes=None, sweep=None):
-    """Each job once per precision, compile mode (None: its task's own, common/tasks.py) and (sweep = (hyperparameter,
+    """Each job once per precision, compile mode (None: its task's own, common/tasks/) and (sweep = (hyperparameter,
     values)) swept value, grouped under its framework variant and task in that order; a swept hyperparameter multiplies
     only the tasks that have it, the others run once."""
-    from common import hyperparams
-
     expanded = []
     for job in jobs:
         values = [()]
-        if sweep and sweep[0] in hyperparams.FULL[job.task]:
+        if sweep and sweep[0] in tasks.get(job.task).hyperparameters:
             values = [(sweep[0], value) for value in sweep[1]]
         expanded += [dataclasses.replace(job, precision=precision, compile_mode=mode, sweep=value)
                      for precision in precisions for mode in compile_modes or tasks.get(job.task).compile_modes

@@ -18,9 +18,10 @@ RUN_FILE = "run.json"  # the parameters the run was started with and its noteboo
 CHECKS_DIR = "equivalence"  # the checks' notebooks, weight files and verdict files
 EQUIVALENCE_FILE = "equivalence.json"  # the same-weights check's verdicts (runner/checks/equivalence.py)
 DATA_PARALLEL_FILE = "data_parallel.json"  # the data-parallel check's verdicts (runner/checks/data_parallel.py)
-DATA_PARALLEL_TASK = "train"  # the task whose rows the data-parallel check judges
+# the task whose rows the data-parallel check judges (the one a task module declares data-parallel), or None
+DATA_PARALLEL_TASK = next((key for key, task in tasks.TASKS.items() if task.data_parallel), None)
 CEILING_FILE = "ceiling.json"  # what this machine's device reached on large matrix products (runner/run/ceiling.py)
-EQUIVALENCE_TASKS = tuple(key for key, task in tasks.TASKS.items() if task.equivalence is not None)
+EQUIVALENCE_TASKS = tuple(key for key, task in tasks.TASKS.items() if task.same_weights is not None)
 EQUIVALENCE_REFERENCE = "pytorch"  # the framework the same-weights check compares every other one with
 FINISHED = ("ok", "unsupported")  # statuses --resume leaves alone and the exit status accepts
 UNREADABLE = "unreadable"  # the status of a stand-in row for a record that cannot be read

@@ -11,7 +11,7 @@ import tempfile
 import numpy as np
 from formats import make_cifar10_tarball, make_imdb_npz
 
-from common import datasets, environment, flops, gpu, hyperparams, results, timing, weights
+from common import datasets, environment, flops, gpu, hyperparams, results, tasks, timing, weights
 
 
 def main():
@@ -54,7 +54,7 @@ def main():
     assert loaded[weights.LOGITS].shape == (2, 10)
     assert len(weights.shapes("inference", {})) == 265
 
-    assert flops.cnn_forward_flops(cnn) == 124528640 and flops.resnet50_forward_flops(96) > 0
+    assert tasks.get("cnn").training_flops(cnn) == 3 * 124528640 - 2 * 9 * 3 * 50 * 1024 and flops.resnet50_forward_flops(96) > 0
     assert "cpu_simd" in record["environment"] and record["environment"]["computed_precision"] == "fp32"
     assert gpu.device_kind("@cupy:0") == "gpu" and gpu.device_kind("cpu(0)") == "cpu"
     assert isinstance(gpu.query_nvidia_smi()["gpus"], list) and isinstance(gpu.cuda_devices(), list)

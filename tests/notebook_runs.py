@@ -1,6 +1,6 @@
 """Every notebook run once per test session: the smoke tests and the equivalence tests read the same runs.
 
-A notebook that the same-weights check covers runs as the check runs it (common/tasks.py's case: smoke
+A notebook that the same-weights check covers runs as the check runs it (its task's SameWeights, common/tasks/: smoke
 profile, synthetic data, on the CPU, from the shared weights), and its smoke test asserts on that run's
 record; the RNN notebooks have a second run at learning rate 0 for the logits at the shared weights; a ResNet-50 v1
 from a model zoo runs from the shared v1 weights.

@@ -118,7 +118,7 @@ def test_rosetta_page_reads_at_1440_and_compares_frameworks(browser, task, tmp_p
     assert shown.evaluate_all("heads => heads.map(h => h.dataset.fw)") == ["pytorch", "tensorflow"]  # the default pair
     assert page.evaluate(PAGE_SCROLLS) is False
     assert page.evaluate(TOO_WIDE) == []
-    for tag in notebook_tags(task):  # every section of the notebooks, titled by common/tasks.py
+    for tag in notebook_tags(task):  # every section of the notebooks, titled by common/tasks/task.py
         assert page.locator("section#{} > h2".format(tag)).inner_text() == tasks.SECTION_TITLES[tag], tag
     shared = page.locator("section#parameters .view > .cell")  # the cell PyTorch and TensorFlow share: once, across
     assert shared.count() == 1 and shared.locator(".badge").inner_text() == "same in both"

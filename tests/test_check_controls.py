@@ -48,7 +48,8 @@ class Reference:
 
     def __init__(self, task):
         self.task = task
-        self.start = weights.reference_weights(task, equivalence.params_for(task, tasks.TASKS[task].equivalence), seed=0)
+        overrides = tasks.get(task).same_weights.overrides
+        self.start = weights.reference_weights(task, equivalence.params_for(task, overrides), seed=0)
         self.entry = {"task": task, "folder": None, "init": None, "start": self.start, "run": self.run}
         self.how, self.results = {}, {}
         for tag, overrides in equivalence.runs_of(a_job(task)).items():
@@ -141,7 +142,7 @@ def test_the_steps_are_far_from_the_tolerance(cnn, rnn):
     for reference, mistakes in ((cnn, ("momentum dropped", "missing bias")), (rnn, ("beta1 ignored", "betas swapped"))):
         for mistake in mistakes:
             result = reference.compare(mistake=mistake)
-            assert result["weights_max_abs"] > 10 * equivalence.WEIGHTS_TOLERANCE[reference.task]["atol"], mistake
+            assert result["weights_max_abs"] > 10 * tasks.get(reference.task).same_weights.weights_tolerance["atol"], mistake
     assert np.isfinite(cnn.entry["step"][weights.LOGITS]).all()
 
 
@@ -163,7 +164,7 @@ def test_a_step_of_a_few_hundred_ulps_may_differ_by_a_few_of_them(ulps, passes):
 
 def test_the_check_runs_two_jobs_at_once_each_reference_run_once_and_keeps_the_jobs_order(tmp_path):
     jobs = [job for job in catalog.select(task_keys=["rnn"]) if job.framework.key != equivalence.REFERENCE]
-    start = weights.reference_weights("rnn", equivalence.params_for("rnn", tasks.TASKS["rnn"].equivalence), seed=0)
+    start = weights.reference_weights("rnn", equivalence.params_for("rnn", tasks.TASKS["rnn"].same_weights.overrides), seed=0)
     lock, running, calls, exported = threading.Lock(), [], [], {}
 
     def run(task, job, folder, init, overrides, tag):

@@ -1,11 +1,12 @@
-"""Analytic FLOP counts against hand counts, and the peak tables."""
+"""Analytic FLOP counts (common/flops.py and each task's module) against hand counts, and the peak tables."""
 
 import json
 
 import pytest
 from conftest import json_from_environment
 
-from common import flops, hyperparams
+from common import flops, hyperparams, tasks
+from common.tasks import cnn, rnn, transformer
 
 CNN = hyperparams.for_task("cnn", "full")
 RNN = hyperparams.for_task("rnn", "full")
@@ -15,13 +16,14 @@ def test_cnn_counts_match_a_hand_count():
     # multiply-adds per image: conv 3x3 (3->50) at 32x32, (50->50) at 32x32, (50->100) at 16x16, (100->100)
     # at 16x16, dense 6400->512, 512->10; each multiply-add is 2 FLOPs
     macs = 9 * 3 * 50 * 1024 + 9 * 50 * 50 * 1024 + 9 * 50 * 100 * 256 + 9 * 100 * 100 * 256 + 6400 * 512 + 512 * 10
-    assert flops.cnn_forward_flops(CNN) == 2 * macs == 124528640
-    assert flops.cnn_training_flops(CNN) == 3 * 2 * macs - 2 * 9 * 3 * 50 * 1024
+    assert cnn.forward_flops(CNN) == 2 * macs == 124528640
+    assert tasks.get("cnn").training_flops(CNN) == 3 * 2 * macs - 2 * 9 * 3 * 50 * 1024
 
 
 def test_rnn_and_resnet_counts():
-    assert flops.rnn_forward_flops(RNN) == 150 * 2 * 3 * (125 * 100 + 100 * 100) + 2 * 100 * 2
-    assert flops.training_flops("rnn", RNN) == 3 * flops.rnn_forward_flops(RNN)
+    assert rnn.forward_flops(RNN) == 150 * 2 * 3 * (125 * 100 + 100 * 100) + 2 * 100 * 2
+    assert tasks.get("rnn").training_flops(RNN) == 3 * rnn.forward_flops(RNN)
+    assert tasks.get("inference").training_flops({}) is None  # nothing trained
     # ResNet-50 to the pool: 4.09 billion multiply-adds at 224x224, the figure usually quoted
     assert flops.resnet50_forward_flops(224) / 2 == pytest.approx(4.087e9, rel=1e-3)
     assert flops.resnet50_forward_flops(96) < flops.resnet50_forward_flops(224) / 5
@@ -46,8 +48,8 @@ def test_a_data_parallel_training_step_counts_three_resnet50_passes_and_its_clas
     params = {"image_size": 224, "num_classes": 1000}
     forward = flops.resnet50_forward_flops(224, "1.5") + 2 * 2048 * 1000
     first_input_gradient = 2 * 7 * 7 * 3 * 64 * 112 * 112
-    assert flops.training_flops("train", params) == 3 * forward - first_input_gradient
-    assert 24.0e9 < flops.training_flops("train", params) < 24.6e9  # about 3 x 8.2 GFLOPs (4.1 G multiply-adds)
+    assert tasks.get("train").training_flops(params) == 3 * forward - first_input_gradient
+    assert 24.0e9 < tasks.get("train").training_flops(params) < 24.6e9  # about 3 x 8.2 GFLOPs (4.1 G multiply-adds)
 
 
 # Run in the PyTorch environment: the PyTorch notebook's own model cell, counted by torch.utils.flop_counter
@@ -85,5 +87,5 @@ def test_the_transformers_count_is_torchs_flop_counter_on_the_pytorch_notebooks_
     a training step is its forward and backward passes, three forward passes in all."""
     counted = json_from_environment("pytorch", TRANSFORMER_COUNT, json.dumps(overrides))
     params = dict(hyperparams.for_task("transformer", "full"), **overrides)
-    assert counted["forward"] == flops.transformer_forward_flops(params)
-    assert counted["forward"] + counted["backward"] == flops.transformer_training_flops(params)
+    assert counted["forward"] == transformer.forward_flops(params)
+    assert counted["forward"] + counted["backward"] == tasks.get("transformer").training_flops(params)

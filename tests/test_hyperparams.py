@@ -1,6 +1,6 @@
 import pytest
 
-from common import hyperparams
+from common import hyperparams, tasks
 
 
 def test_full_profile_is_the_reference_definition():
@@ -15,9 +15,10 @@ def test_full_profile_is_the_reference_definition():
 
 
 def test_profiles_only_change_known_keys_and_shrink_the_work():
-    for profile, tasks in hyperparams.PROFILES.items():
-        for task, changes in tasks.items():
-            assert set(changes) <= set(hyperparams.FULL[task]), (profile, task)
+    for task in tasks.TASKS.values():
+        assert set(task.profiles) <= set(hyperparams.PROFILES) - {"full"}, task
+        for profile, changes in task.profiles.items():
+            assert set(changes) <= set(task.hyperparameters), (profile, task)
     quick = hyperparams.for_task("cnn", "quick")
     smoke = hyperparams.for_task("cnn", "smoke")
     assert smoke["train_samples"] < quick["train_samples"]
@@ -42,10 +43,10 @@ def test_unknown_names_are_rejected_with_the_known_ones(task, profile):
 
 
 def test_every_hyperparameter_has_a_rule_and_every_profile_keeps_to_them():
-    for task, params in hyperparams.FULL.items():
-        assert set(params) <= set(hyperparams.RULES), task
+    for task in tasks.TASKS.values():
+        assert set(task.hyperparameters) <= set(hyperparams.rules_of(task)), task
         for profile in hyperparams.PROFILES:
-            hyperparams.for_task(task, profile)  # raises if a profile's value breaks a rule
+            hyperparams.for_task(task.key, profile)  # raises if a profile's value breaks a rule
 
 
 @pytest.mark.parametrize("task, overrides, message", [

@@ -123,7 +123,7 @@ def test_accuracy_flags_chance_level_runs_and_full_runs_off_the_median():
 
 
 def test_throughput_counts_an_epochs_flops_against_the_device_peak():
-    from common import flops, hyperparams
+    from common import hyperparams, tasks
 
     params = hyperparams.for_task("cnn", "quick", {"train_samples": 10000})
     record = ok_record("PyTorch", "cnn", train_s=100.0, accuracy=0.5)
@@ -131,7 +131,7 @@ def test_throughput_counts_an_epochs_flops_against_the_device_peak():
     record["environment"].update(threads=2, cpu_mhz=2000.0, cpu_simd="avx2")
     gflops, peak = table.throughput(record)
     samples = 10000 // 64 * 64  # whole batches
-    assert gflops == pytest.approx(flops.cnn_training_flops(params) * samples / 100.0 / 1e9) and 35 < gflops < 40
+    assert gflops == pytest.approx(tasks.get("cnn").training_flops(params) * samples / 100.0 / 1e9) and 35 < gflops < 40
     assert peak == 2 * 2.0 * 32  # cores x GHz x FLOPs per cycle
     assert table.row(record)["utilisation_of_peak"] == pytest.approx(gflops / peak)  # beside Util., never in it
     assert table.utilisation_text(table.row(record)) == ""  # no measured ceiling
@@ -335,7 +335,7 @@ def test_each_column_is_declared_once_and_the_task_chooses_its_columns():
         assert "Same as PyTorch" not in [c.heading for c in columns]
         assert table.columns_for(task, {("another task", "y"): {}}) == columns
         checked = [c.heading for c in table.columns_for(task, {(task.key, "y"): {}})]
-        assert (checked[-1] == "Same as PyTorch") == (task.equivalence is not None), task  # only tasks the check covers
+        assert (checked[-1] == "Same as PyTorch") == (task.same_weights is not None), task  # only tasks the check covers
         assert (checked[-1] == "Data-parallel step = one device's") == (task.key == "train"), task
     assert all(any(column.applies(task) for task in tasks.TASKS.values()) for column in table.COLUMNS)
 

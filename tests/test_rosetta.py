@@ -1,4 +1,4 @@
-"""The Rosetta pages: every framework and every section found in the notebooks, titled by common/tasks.py;
+"""The Rosetta pages: every framework and every section found in the notebooks, titled by common/tasks/task.py;
 shared cells stored once; errors for a missing section or an untitled tag; the committed pages kept current.
 
 The expected sections come from the notebooks' JSON, read here, not from the page generator's own reading.

@@ -1,8 +1,9 @@
 """The workloads of the Rosetta stone: one module per task (common/tasks/<key>.py), each owning every fact about its
 task that code outside its notebooks reads: names and sections, hyperparameters and profiles, canonical weights, FLOP
 count and headline figure, and its same-weights check. The runner, the checks and the report ask the task; adding one
-is adding its module to this folder (TASK_ORDER places it in the tables; unlisted, it comes after those listed). The runner (runner/catalog.py) declares the frameworks; together they are the
-project's registry. Standard library only at import time: notebooks import this on Python 3.6.
+is adding its module to this folder (TASK_ORDER places it in the tables; unlisted, it comes after those listed). The
+runner (runner/catalog.py) declares the frameworks; together they are the project's registry. Standard library only
+at import time: notebooks import this on Python 3.6.
 
 One module a task, rather than one class each in a single module: a task is a unit of its own, added, read and
 reviewed as one file beside its notebooks, as a framework is one module of frameworks/.

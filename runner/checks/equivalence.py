@@ -1,16 +1,13 @@
 """Same weights, same function: run each framework's notebook from one canonical weight file
 (common/weights.py) and compare what it computes with PyTorch's notebook, in float32.
 
-- CNN: three SGD-momentum steps on the same 64 images with dropout off (three, so that the velocity carries
-  over: a first step is the same with momentum or without). Compared: every weight array after the steps,
-  the steps themselves (weights after minus before, which the unchanged bulk of each weight would otherwise
-  hide), and the logits of the first test batch.
-- RNN and transformer: the logits at the shared weights (a run with learning rate 0), then three Adam (AdamW) steps (a first Adam
-  step does not depend on the betas; the next ones do, through the moments and their bias corrections):
-  weights after them, and the logits.
-- Inference: ResNet-50's features of the first batch at the shared (v1.5) weights, and the weights
-  coming back unchanged. A notebook whose zoo model is v1 (the registry's `resnet50`) starts from shared v1
-  weights (a bias on every convolution) and is compared with that v1 computed in PyTorch
+What is compared, each task says (its module's SameWeights, common/tasks/<key>.py):
+- outputs at the shared weights (`forward`: a run at a learning rate of 0 for a task that trains), then the check's
+  training steps (`steps`): every weight array after them, the steps themselves (weights after minus before, which
+  the unchanged bulk of each weight would otherwise hide), and the logits after them;
+- ResNet-50's features (outputs "resnet50 features"): the features of the first batch at the shared (v1.5) weights,
+  and the weights coming back unchanged. A notebook whose zoo model is v1 (the registry's `resnet50`) starts from
+  shared v1 weights (a bias on every convolution) and is compared with that v1 computed in PyTorch
   (runner/checks/resnet50_v1.py); its features must also differ from v1.5's on the same weights (the control), and
   its weights come back as its model holds them (weights.as_held: the biases it lacks folded into batch norm).
 
@@ -32,17 +29,12 @@ from runner import catalog, run_folder
 from runner.checks import resnet50_v1
 from runner.run import execution
 
-# The tasks with an equivalence case (common/tasks.py: overrides of the smoke profile for the check).
+# The tasks with an equivalence case (common/tasks/: their SameWeights).
 TASKS = run_folder.EQUIVALENCE_TASKS
 REFERENCE = run_folder.EQUIVALENCE_REFERENCE
 # ResNet-50's features, relative to the largest of them: 53 convolutions summed in different orders.
 FEATURES_TOLERANCE = 1e-4
-# Weights after the check's steps. CNN: measured at most 1.3e-7 from PyTorch's (three SGD steps). RNN: three Adam steps
-# with beta2 0 are lr * m / (|g| + eps), up to 30 times the learning rate where a gradient shrank since the step before,
-# and float32 noise in such a gradient moves them by up to 2.0e-5 (measured: Chainer, Keras on jax; 1e-6 elsewhere)
-WEIGHTS_TOLERANCE = {"cnn": {"rtol": 1e-4, "atol": 1e-5},
-                     "rnn": {"rtol": 1e-4, "atol": 5e-5},
-                     "transformer": {"rtol": 1e-4, "atol": 5e-5}}
+FEATURES = "resnet50 features"  # a SameWeights' outputs compared as ResNet-50's features
 LOGITS_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 # A step's largest difference (the weights after the steps minus before), relative to the largest step of that array.
 # A float32 weight near 0.1 is resolved to about 1e-8 and an SGD step is about 1e-5, so a step is only known to about
@@ -61,21 +53,20 @@ FIRST_STEP_EPS = 1e-5
 WORKERS = 2
 # The tag of a v1 notebook's run: from the shared v1 weights, in their own folder
 V1_RUN = "forward v1"
-# The arrays a framework that cannot compute the reference function still takes in and gives back unchanged: for the RNN
-# those outside the GRU's biases; for the transformer (a GELU or an attention of its own) every one.
-REPRESENTABLE = {"rnn": ("embedding", "gru/kernel_input", "gru/kernel_recurrent", "fc/kernel", "fc/bias")}
 
 
 class ExchangeError(RuntimeError):
     """A notebook run for the equivalence check failed; the message is its first error line."""
 
 
+def same_weights(task):
+    """What the check compares of `task`: its module's SameWeights."""
+    return tasks.get(task).same_weights
+
+
 def forward_overrides(task):
-    """The overrides of a run that only computes at the shared weights: inference as it is, RNN at learning rate 0
-    for one epoch."""
-    if task == "inference":
-        return tasks.TASKS[task].equivalence
-    return dict(tasks.TASKS[task].equivalence, lr=0.0, epochs=1)
+    """The overrides of a run that only computes at the shared weights (SameWeights.forward_overrides)."""
+    return same_weights(task).forward_overrides()
 
 
 def params_for(task, overrides):
@@ -102,7 +93,7 @@ def training_run(job):
     array. A first step is well conditioned at any epsilon (no earlier moment outweighs the gradient), so it takes
     FIRST_STEP_EPS, at which the second moment, where Keras' sparse-gradient difference lies, still decides the step:
     under the transformer's eps 1e-3 it would not show."""
-    overrides = tasks.TASKS[job.task].equivalence
+    overrides = same_weights(job.task).overrides
     if job.variant.step_differences.get(job.task):
         return "first step", dict(overrides, epochs=1, eps=min(overrides.get("eps", FIRST_STEP_EPS), FIRST_STEP_EPS))
     return "step", overrides
@@ -110,15 +101,15 @@ def training_run(job):
 
 def runs_of(job):
     """The check's runs of a job, as {tag: overrides}: 'forward' (at the shared weights) and/or its training run."""
-    task = job.task
-    if task not in TASKS or (task == "inference" and job.not_equivalent):
+    spec = tasks.get(job.task).same_weights
+    if spec is None or (job.not_equivalent and not spec.checks_not_equivalent):
         return {}
     runs = {}
-    if task == "inference" and job.framework.resnet50 != "v1.5":
-        runs[V1_RUN] = forward_overrides(task)
-    elif task in ("inference", "rnn", "transformer"):
-        runs["forward"] = forward_overrides(task)
-    if task != "inference":
+    if spec.outputs == FEATURES and job.framework.resnet50 != "v1.5":
+        runs[V1_RUN] = spec.forward_overrides()
+    elif spec.forward:
+        runs["forward"] = spec.forward_overrides()
+    if spec.steps:
         tag, overrides = training_run(job)
         runs[tag] = overrides
     return runs
@@ -132,14 +123,14 @@ def v1_reference(entry):
         if "v1" not in entry:
             folder = entry["folder"] / "v1"
             folder.mkdir(parents=True, exist_ok=True)
-            params = params_for("inference", forward_overrides("inference"))
-            init = weights.save_weights(str(folder / "init.npz"), "inference", params,
-                                        weights.resnet50_v1_weights(params))
+            task = entry["task"]
+            params = params_for(task, forward_overrides(task))
+            init = weights.save_weights(str(folder / "init.npz"), task, params, weights.resnet50_v1_weights(params))
             try:
                 features = resnet50_v1.features(init, folder, params)
             except resnet50_v1.ReferenceFailed as error:
                 raise ExchangeError(str(error)) from error
-            entry["v1"] = {"folder": folder, "init": init, "start": weights.load_weights(init, "inference", params),
+            entry["v1"] = {"folder": folder, "init": init, "start": weights.load_weights(init, task, params),
                            "features": features}
         return entry["v1"]
 
@@ -173,7 +164,7 @@ def reference(task, folder, run=run_exchange):
 
     `run` (run_exchange's signature) runs the notebooks, for this entry's later comparisons too."""
     folder.mkdir(parents=True, exist_ok=True)
-    params = params_for(task, tasks.TASKS[task].equivalence)
+    params = params_for(task, same_weights(task).overrides)
     init = weights.save_weights(str(folder / "init.npz"), task, params, weights.reference_weights(task, params, seed=0))
     pytorch = catalog.select([REFERENCE], [task])[0]
     entry = {"task": task, "folder": folder, "init": init, "start": weights.load_weights(init, task, params),
@@ -190,19 +181,20 @@ def _max_abs(a, b):
 def compare(job, entry):
     """Run `job` from the reference's weights and compare; the result lists every failed check in 'failures'."""
     task = entry["task"]
+    spec = same_weights(task)
     reason = job.not_equivalent
     differences = job.variant.step_differences.get(task, {})
     result = {"job": job.stem, "framework": job.label, "task": task, "equivalent": reason is None, "reason": reason,
               "step_differences": differences, "failures": []}
     failures = result["failures"]
     logits_bound = LOGITS_TOLERANCE["atol"]
-    if task == "inference":
+    if spec.outputs == FEATURES:
         return compare_features(job, entry, result)
-    if task in ("rnn", "transformer"):
-        forward = exchanged(job, entry, "forward", forward_overrides(task))[1]
+    if spec.forward:
+        forward = exchanged(job, entry, "forward", spec.forward_overrides())[1]
         result["forward_logits_max_abs"] = _max_abs(forward[weights.LOGITS], entry["forward"][weights.LOGITS])
         if reason:
-            for name in REPRESENTABLE.get(task, entry["start"]):
+            for name in spec.representable or entry["start"]:
                 if not np.array_equal(forward[name], entry["start"][name]):
                     failures.append("{} did not come back unchanged".format(name))
             if result["forward_logits_max_abs"] > logits_bound * 100:
@@ -223,7 +215,7 @@ def compare(job, entry):
 def _compare_steps(job, entry, result, failures, differences):
     """compare()'s training part: `job`'s weights and logits after the check's steps against PyTorch's, each array's
     step within STEP_TOLERANCE (or STEP_ULPS); figures into `result`, what fails into `failures`."""
-    task = entry["task"]
+    tolerance = same_weights(entry["task"]).weights_tolerance
     tag, overrides = training_run(job)
     reference_step = reference_run(entry, tag, overrides)
     got = exchanged(job, entry, tag, overrides)[1]
@@ -237,10 +229,10 @@ def _compare_steps(job, entry, result, failures, differences):
                         "step_relative": step_difference / largest if largest else 0.0,
                         "step_ulps": step_difference / floor * STEP_ULPS if floor else 0.0}
         if name in differences:
-            if arrays[name]["max_abs"] <= WEIGHTS_TOLERANCE[task]["atol"] * 10:
+            if arrays[name]["max_abs"] <= tolerance["atol"] * 10:
                 failures.append("{} agrees now: is the step difference gone?".format(name))
             continue
-        if not np.allclose(got[name], expected, **WEIGHTS_TOLERANCE[task]):
+        if not np.allclose(got[name], expected, **tolerance):
             failures.append("{} differs after the step by up to {:.2e}".format(name, arrays[name]["max_abs"]))
         if arrays[name]["step_relative"] > STEP_TOLERANCE and step_difference > floor:
             failures.append("{}'s step differs by {:.1%} of the step ({:.1f} ulps of its largest weight)".format(
@@ -259,13 +251,13 @@ def _relative(features, expected):
 def compare_features(job, entry, result):
     """compare() for inference: the features and the weights that come back; for a zoo's v1 model, against the v1
     reference, with the v1.5 function as the control that must differ."""
-    failures, model = result["failures"], job.framework.resnet50
+    failures, model, overrides = result["failures"], job.framework.resnet50, forward_overrides(entry["task"])
     if model == "v1.5":
-        forward = exchanged(job, entry, "forward", forward_overrides("inference"))[1]
+        forward = exchanged(job, entry, "forward", overrides)[1]
         expected, held = entry["forward"][weights.LOGITS], entry["start"]
     else:
         v1 = v1_reference(entry)
-        forward = exchanged(job, entry, V1_RUN, forward_overrides("inference"))[1]
+        forward = exchanged(job, entry, V1_RUN, overrides)[1]
         expected, held = v1["features"][model], weights.as_held(v1["start"], set(forward) - {weights.LOGITS})
         controls = {other: _relative(forward[weights.LOGITS], features) for other, features in v1["features"].items()
                     if other != model}  # every other function, v1.5 among them, must be far away
@@ -289,8 +281,9 @@ def compare_features(job, entry, result):
 
 def document(task, results):
     """The JSON document of a task's check: what was compared, with which tolerances, and the results."""
-    return {"task": task, "reference": "PyTorch", "overrides": tasks.TASKS[task].equivalence,
-            "tolerances": {"weights": WEIGHTS_TOLERANCE.get(task), "logits": LOGITS_TOLERANCE,
+    spec = same_weights(task)
+    return {"task": task, "reference": "PyTorch", "overrides": spec.overrides,
+            "tolerances": {"weights": spec.weights_tolerance, "logits": LOGITS_TOLERANCE,
                            "step_relative": STEP_TOLERANCE, "step_ulps": STEP_ULPS,
                            "features_relative": FEATURES_TOLERANCE},
             "results": results}

@@ -148,8 +148,8 @@ def measured_scaling(records):
     runs = {}
     for record in records:
         r = table.row(record)
-        if r["task"] == "train" and r["sweep_key"] == "devices" and r["status"] == "ok" and r["samples_per_s"] and \
-                gpu.device_kind(r["device"]) == "gpu":
+        if tasks.get(r["task"]).data_parallel and r["sweep_key"] == "devices" and r["status"] == "ok" and \
+                r["samples_per_s"] and gpu.device_kind(r["device"]) == "gpu":
             runs.setdefault(table.base_label(r), {})[r["sweep_value"]] = (r["samples_per_s"],
                                                                          record["params"]["batch_size"])
     points = {}

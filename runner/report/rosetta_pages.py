@@ -4,7 +4,7 @@ Built from the stored notebooks in notebooks/ without executing anything, for re
 read Hyperpolyglot's sheets and split diffs: a row per section, a column per chosen framework (two
 by default, PyTorch and one picked), the section names and the column heads kept in view, long lines
 wrapped. Sections are found by cell tag; every tag a notebook carries is titled by
-common/tasks.py SECTION_TITLES (a tag it does not name is an error), and a notebook that lacks one of
+common/tasks/task.py SECTION_TITLES (a tag it does not name is an error), and a notebook that lacks one of
 its task's sections is an error, so the page never shows a gap silently.
 
 Cells are aligned by position within their section (the first markdown cell of "training" beside
@@ -80,7 +80,7 @@ def sections_of(path):
 
 def check_sections(task, notebooks):
     """Raise RosettaError naming every notebook of `task` that lacks one of the task's sections, or that carries
-    a tag common/tasks.py SECTION_TITLES does not name."""
+    a tag common/tasks/task.py SECTION_TITLES does not name."""
     problems = []
     for label, path in notebooks:
         found = sections_of(path)

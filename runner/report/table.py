@@ -56,40 +56,20 @@ def order_records(records):
 # ---------------------------------------------------------------------------------------------------------------------
 # Derived figures
 
-def epoch_samples(task, params):
-    """The samples a training epoch steps through: its training split or subset, in whole batches."""
-    samples = params.get("train_samples") or task.train_split
-    return samples // params["batch_size"] * params["batch_size"]
-
-
 def throughput(record):
     """(achieved GFLOP/s, peak GFLOP/s of the device) of a finished record, each None where unknown."""
     return achieved_gflops(record), device_peak(record.get("environment") or {})[0]
 
 
 def achieved_gflops(record):
-    """A finished record's achieved GFLOP/s, None where unknown.
-
-    Training: the analytic FLOPs of a step (common/flops.py) times the samples of an epoch, over the median
-    epoch; the data-parallel task ("train"): a training step's FLOPs per image over the median time per image.
-    Inference (the task that trains nothing): a ResNet-50 forward pass's FLOPs per image over the median
-    time per image.
-    """
-    task = tasks.get(record["task"])
-    params, metrics, timings = record.get("params") or {}, record.get("metrics") or {}, record.get("timings") or {}
+    """A finished record's achieved GFLOP/s, None where unknown: its task's analytic FLOPs over the time it measured
+    (common/tasks/<key>.py Task.achieved_flops: a training step's FLOPs times the samples of an epoch over the median
+    epoch, or a forward pass's or a training step's FLOPs per image over the median time per image)."""
     try:
-        if task.key == "train" and metrics.get("s_per_1000_images"):  # training steps, timed per image
-            achieved = flops.training_flops(task.key, params) * 1000 / metrics["s_per_1000_images"]
-        elif not task.trains and metrics.get("s_per_1000_images"):
-            version = "1" if str(record.get("model") or "").startswith("ResNet-50 v1,") else "1.5"
-            achieved = flops.resnet50_forward_flops(params["image_size"], version) * 1000 / metrics["s_per_1000_images"]
-        elif task.trains and (timings.get("epoch_s") or {}).get("median"):
-            achieved = flops.training_flops(task.key, params) * epoch_samples(task, params) / timings["epoch_s"]["median"]
-        else:
-            return None
+        achieved = tasks.get(record["task"]).achieved_flops(record)
     except KeyError:  # a record without the hyperparameters the count needs
         return None
-    return achieved / 1e9
+    return achieved / 1e9 if achieved else None
 
 
 def device_peak(env):
@@ -263,7 +243,7 @@ def samples_per_s(record):
     median = (timings.get("epoch_s") or {}).get("median")
     if not median or "batch_size" not in params:
         return None
-    return epoch_samples(task, params) / median
+    return task.epoch_samples(params) / median
 
 
 def flat_rows(records, checks=None):
@@ -375,7 +355,7 @@ def same_as_pytorch(r, checks):
 def data_parallel_text(r, checks):
     """The cell saying whether a train row's framework takes the single-device step on several devices
     (runner/checks/data_parallel.py); '' for a variant's row, which the check does not run, or where it was not checked."""
-    if r["task"] != run_folder.DATA_PARALLEL_TASK or not is_default(dict(r, sweep_key=None)):  # a devices sweep's rows count
+    if not tasks.get(r["task"]).data_parallel or not is_default(dict(r, sweep_key=None)):  # a devices sweep's rows count
         return ""
     result = checks.get((r["task"], base_label(r)))
     return run_folder.data_parallel_verdict(result).replace("|", "/") if result else ""
@@ -412,7 +392,7 @@ TIMING_NOTE = ("Training time is the sum of the timed epochs, the device synchro
 ACCURACY_NOTE = ("Accuracy flags: 'not above chance' where a run does not beat chance by a clear margin (5 points, "
                  "or 3 standard errors of a chance-level score on its test samples if more); with the full profile "
                  "on real data, 'N points from median' where it lies more than 2 points from its task's median.")
-FLOPS_NOTE = ("GFLOP/s: analytic FLOPs (common/flops.py: convolutions, dense layers, GRU products and attention; a training "
+FLOPS_NOTE = ("GFLOP/s: analytic FLOPs (common/tasks/: convolutions, dense layers, GRU products and attention; a training "
               "step counted as three forward passes; ResNet-50 v1 or v1.5 as the row's model) over the median "
               "epoch, or per image for inference. Util.: that over the measured ceiling of the row's device and "
               "precision, the fastest large matrix product this machine's libraries reached before the notebooks "
@@ -521,11 +501,11 @@ def _headline_is(metric):
 
 
 def _checked(task):
-    return task.equivalence is not None
+    return task.same_weights is not None
 
 
 def _data_parallel(task):
-    return task.key == run_folder.DATA_PARALLEL_TASK
+    return task.data_parallel
 
 
 def _spread_text(r, context):

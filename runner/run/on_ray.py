@@ -506,7 +506,7 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
         return results.write_result(str(run_folder.record_path(folder, job.stem)), record, status)
 
     for job, folder, kind in entries:
-        devices = int(parameters_of(job)["overrides"].get("devices", 1)) if job.task == "train" else 1
+        devices = tasks.get(job.task).devices(parameters_of(job)["overrides"])
         resources, why = demand(job, nodes, device, devices, kind)
         if resources is None:
             records[folder, job.stem] = write(job, folder, execution.failure_record(job, profile, "unavailable", why),
