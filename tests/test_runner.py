@@ -185,6 +185,22 @@ def test_an_environment_that_cannot_be_built_gives_unavailable_rows(monkeypatch,
     assert "unavailable: environment pytorch needs Python 3.99" in (run_dir / "results.md").read_text()
 
 
+def test_rows_this_machine_can_never_run_are_like_an_absent_framework_s_and_fail_no_run(monkeypatch, tmp_path, capsys):
+    def lacking(env, requirements=None, say=print, wheels=None):
+        raise environments.PythonMissing("needs Python 3.6: none found and no source of it is reachable from here")
+
+    monkeypatch.setattr(environments, "ensure", lacking)  # as for CNTK on a machine without Python 3.6
+    assert cli.main(["-f", "pytorch", "-t", "cnn,rnn", "-p", "smoke", "--data", "synthetic", "--results",
+                     str(tmp_path)]) == 0
+    (run_dir,) = run_dirs(tmp_path)
+    assert [r["status"] for r in table.load_records(run_dir)] == ["unavailable"] * 2
+    assert "unavailable: needs Python 3.6: none found" in (run_dir / "results.md").read_text()  # each row says why
+    last = capsys.readouterr().out.strip().splitlines()[-1]  # and the run's last line lists them
+    assert last == ("Not run here, as for an absent framework (this machine cannot have what environment pytorch "
+                    "needs: needs Python 3.6: none found and no source of it is reachable from here): PyTorch_CNN, "
+                    "PyTorch_RNN")
+
+
 def test_selection_and_job_names():
     jobs = catalog.select(["PyTorch"], ["rnn", "cnn"])
     assert [job.stem for job in jobs] == ["PyTorch_RNN", "PyTorch_CNN"]
