@@ -115,6 +115,12 @@ class Framework:
     lacks: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
 
 
+def task_overrides(task, run_overrides):
+    """The values of `run_overrides` (--set) that name one of `task`'s hyperparameters."""
+    known = tasks.get(task).hyperparameters
+    return {key: value for key, value in run_overrides.items() if key in known}
+
+
 @dataclasses.dataclass(frozen=True)
 class Job:
     """One notebook run: a framework variant on one task, with a precision and compile mode (common/variants.py)
@@ -142,7 +148,17 @@ class Job:
     @property
     def label(self) -> str:
         return results.label(self.framework.label, self.variant.name, self.precision, self.compile_mode,
-                             dict([self.sweep]) if self.sweep else None)
+                             self.swept or None)
+
+    @property
+    def swept(self) -> dict:
+        """Its swept hyperparameter and value as overrides ({} outside a sweep)."""
+        return dict([self.sweep]) if self.sweep else {}
+
+    def overrides(self, run_overrides: dict) -> dict:
+        """The hyperparameters its notebook is given: the run's --set values its task has (task_overrides), then its
+        swept value."""
+        return dict(task_overrides(self.task, run_overrides), **self.swept)
 
     @property
     def is_default(self) -> bool:

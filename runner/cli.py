@@ -211,7 +211,7 @@ def parse(argv):
                 raise UsageError("--set {}: no selected task has that hyperparameter".format(key))
         for task in selected_tasks:  # every value checked against its rule before anything is built or run
             try:
-                hyperparams.for_task(task, args.profile, batch.task_overrides(args.overrides, task, args.profile))
+                hyperparams.for_task(task, args.profile, catalog.task_overrides(task, args.overrides))
             except ValueError as error:
                 raise UsageError(str(error)) from None
         if args.devices is not None:
@@ -294,7 +294,7 @@ def check_sweep(args, selected_tasks):
     for task in swept:
         for value in values:
             try:
-                hyperparams.for_task(task, args.profile, dict(batch.task_overrides(args.overrides, task, args.profile),
+                hyperparams.for_task(task, args.profile, dict(catalog.task_overrides(task, args.overrides),
                                                               **{key: value}))
             except ValueError as error:
                 raise UsageError("--sweep: {}".format(error)) from None

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import hyperparams, results, tasks
+from common import results, tasks
 from runner import catalog, run_folder
 from runner.run import build_steps, ceiling, compatibility, environments, setup_commands
 from runner.run.on_ray import RayError
@@ -30,12 +30,6 @@ USAGE_ERROR = 2  # a run refused before it starts (the command line's status for
 # The options a run is started with: stored in run_folder.RUN_FILE, taken from there by --resume, refused beside it.
 RUN_PARAMETERS = ("frameworks", "tasks", "profile", "data", "device", "threads", "seed", "overrides", "timeout",
                   "no_equivalence", "precisions", "compile_modes", "sweep")
-
-
-def task_overrides(overrides, task, profile):
-    """The --set values that apply to `task` (those naming one of its hyperparameters)."""
-    known = hyperparams.for_task(task, profile)
-    return {key: value for key, value in overrides.items() if key in known}
 
 
 def write_run_file(args, run_dir):
@@ -72,7 +66,7 @@ def check_data_parallel(jobs, run_dir, overrides):
     from runner.checks import data_parallel
 
     def devices(job):
-        return dict([job.sweep] if job.sweep else []).get("devices", overrides.get("devices", 1))
+        return job.overrides(overrides).get("devices", 1)
 
     parallel = [job for job in jobs if job.task == data_parallel.TASK and devices(job) > 1]
     if not parallel:
@@ -164,7 +158,7 @@ def run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machi
             runnable.append(job)
 
     def parameters_of(job):
-        overrides = dict(task_overrides(args.overrides, job.task, args.profile), **dict([job.sweep] if job.sweep else []))
+        overrides = job.overrides(args.overrides)
         return on_ray.parameters_without_record(job, args.profile, dict(parameters, data_source=data_sources[job.task],
                                                                         overrides=overrides))
 
@@ -314,7 +308,7 @@ def _run(args, stopped_by):
             else:
                 print("{} {} on kernel {} ...".format(prefix, job.stem, job.environment.kernel_name))
                 sys.stdout.flush()
-                overrides = dict(task_overrides(args.overrides, job.task, args.profile), **dict([job.sweep] if job.sweep else []))
+                overrides = job.overrides(args.overrides)
                 running, job_started = job, time.time()
                 record = execution.run_job(job, run_dir, args.profile,
                                            dict(parameters, data_source=data_sources[job.task], overrides=overrides),

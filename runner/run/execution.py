@@ -206,7 +206,7 @@ def failure_record(job, profile, status, error, notebook=None, duration_s=None):
     record = results.failure_record(job.framework.label, job.task, profile, status, error, variant=job.variant.name,
                                     notebook=notebook, duration_s=duration_s, precision=job.precision,
                                     compile_mode=job.compile_mode)
-    record["sweep"] = dict([job.sweep]) if job.sweep else None
+    record["sweep"] = job.swept or None
     return record
 
 
@@ -255,7 +255,7 @@ def finish_record(job, run_dir, profile, status, error, elapsed, extra=None):
     if record is None:
         record = failure_record(job, profile, status, error, duration_s=elapsed)
     record["notebook"] = output.name
-    record["sweep"] = dict([job.sweep]) if job.sweep else None
+    record["sweep"] = job.swept or None
     record.update(extra or {})
     results.write_result(str(record_path), record, status=record["status"])
     return record
