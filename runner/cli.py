@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from common import hyperparams, results, tasks, variants
-from runner import catalog, run_folder
+from runner import catalog, pipeline, run_folder
 from runner.run import batch, environments, setup_commands
 
 COMMANDS = ("run", "setup", "test", "report", "rosetta", "list", "lock", "node")
@@ -369,5 +369,5 @@ def main(argv=None):
     from runner.report import commands as report_commands
     from runner.run import on_ray
 
-    return {"run": batch.run, "test": setup_commands.test, "report": report_commands.report,
+    return {"run": pipeline.run, "test": setup_commands.test, "report": report_commands.report,
             "rosetta": report_commands.rosetta, "node": on_ray.node_command, "setup": on_ray.setup_on_nodes}[args.command](args)

@@ -17,6 +17,7 @@ RECORD_SUFFIX = ".result.json"  # a notebook's record: <notebook stem>[-<variant
 RUN_FILE = "run.json"  # the parameters the run was started with and its notebooks' digests, for --resume
 CHECKS_DIR = "equivalence"  # the checks' notebooks, weight files and verdict files
 EQUIVALENCE_FILE = "equivalence.json"  # the same-weights check's verdicts (runner/checks/equivalence.py)
+EQUIVALENCE_INTERRUPTED_FILE = "equivalence.interrupted.json"  # the rows a stopped same-weights check had still to give
 DATA_PARALLEL_FILE = "data_parallel.json"  # the data-parallel check's verdicts (runner/checks/data_parallel.py)
 # the task whose rows the data-parallel check judges (the one a task module declares data-parallel), or None
 DATA_PARALLEL_TASK = next((key for key, task in tasks.TASKS.items() if task.data_parallel), None)
@@ -116,6 +117,8 @@ def load_checks(run_dir):
         checks.update({(DATA_PARALLEL_TASK, result["framework"]): result
                        for result in json.loads(path.read_text())["results"]})
     path = folder / EQUIVALENCE_FILE
+    if not path.exists():  # a check a signal stopped: its rows say so until --resume completes it
+        path = folder / EQUIVALENCE_INTERRUPTED_FILE
     if path.exists():
         checks.update({(task, result["framework"]): result for task, doc in json.loads(path.read_text()).items()
                        for result in doc["results"]})
@@ -123,8 +126,10 @@ def load_checks(run_dir):
 
 
 def equivalence_verdict(result):
-    """A same-weights result in one short cell: 'yes (...)', 'no: reason', 'same function; ...', or 'check failed:
-    ...'."""
+    """A same-weights result in one short cell: 'yes (...)', 'no: reason', 'same function; ...', 'check failed: ...',
+    or 'check interrupted' (a signal stopped the check before it; --resume completes it)."""
+    if result.get("interrupted"):
+        return "check interrupted"
     if result.get("error"):
         return "check failed: " + result["error"]
     if result["failures"]:

@@ -10,8 +10,9 @@ import pytest
 from fake_gpus import MACHINES, failing_nvidia_smi, fake_nvidia_smi, use_nvidia_smi
 
 from runner import catalog, cli
+from runner.checks import stage
 from runner.report import table
-from runner.run import batch, compatibility, debian, environments
+from runner.run import compatibility, debian, environments
 
 
 def machine(name):
@@ -187,7 +188,7 @@ def test_a_run_on_an_h100_gives_the_rows_it_cannot_run_their_reason(tmp_path, mo
     FakeSetup(monkeypatch, tmp_path / "envs", {"pytorch": {
         "framework": "PyTorch", "version": "2.14.1", "gpus": [], "gpu_ok": False,
         "error": "PyTorch 2.14.1 (CUDA 13.0): CUDA driver version is insufficient"}})
-    monkeypatch.setattr(batch, "check_equivalence", lambda jobs, run_dir: None)
+    monkeypatch.setattr(stage, "check_equivalence", lambda jobs, run_dir, say=print: None)
     monkeypatch.setattr(cli, "in_runner_env", lambda: True)  # this process is the runner's; the scratch .envs/ has none
     status = cli.main(["-f", "mxnet,chainer,pytorch", "-t", "cnn", "-p", "smoke", "--data", "synthetic",
                        "--results", str(tmp_path / "r")])

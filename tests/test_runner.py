@@ -6,7 +6,7 @@ import json
 import pytest
 from conftest import FIXTURES, require_environment
 
-from runner import catalog, cli
+from runner import catalog, cli, run_folder
 from runner.report import table
 from runner.run import batch, browser, build_steps, debian, environments, for_tests, setup_commands
 
@@ -443,6 +443,41 @@ def test_an_interrupted_run_says_so_and_resume_finishes_it(fixture_catalog, tmp_
     assert [r["status"] for r in records] == ["ok"] * 3
     assert all(r["params"] == {"epochs": 2} for r in records)  # the stored parameters, not the defaults
     assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 1
+
+
+def test_a_run_stopped_during_the_same_weights_check_says_so_in_its_table_and_resume_completes_it(
+        fixture_catalog, tmp_path, monkeypatch, capsys):
+    from runner.checks import equivalence
+
+    monkeypatch.setattr(equivalence, "REFERENCE", "variants")  # the fixture Variants plays PyTorch's part
+    compared = []
+
+    def stopped(jobs, folder, say=print):
+        compared.append([job.stem for job in jobs])
+        raise KeyboardInterrupt  # what Ctrl-C raises while the check waits for a notebook
+
+    monkeypatch.setattr(equivalence, "check", stopped)
+    argv = ["-f", "variants,raises", "-t", "cnn", "-p", "smoke", "--data", "synthetic", "--results", str(tmp_path), "-q"]
+    assert cli.main(argv) == batch.INTERRUPTED
+    (run_dir,) = run_dirs(tmp_path)
+    out = capsys.readouterr().out
+    assert "Interrupted (Ctrl-C) during the checks" in out and "--resume {}".format(run_dir) in out
+    statuses = {r["framework"]: r["status"] for r in table.load_records(run_dir)}
+    assert statuses == {"Variants": "ok", "Raises": "failed"}  # the notebooks had both run
+    markdown = (run_dir / "results.md").read_text()
+    assert "| Same as PyTorch |" in markdown and "for the runner tests | check interrupted |" in markdown, markdown
+
+    def complete(jobs, folder, say=print):
+        compared.append([job.stem for job in jobs])
+        results = [{"job": job.stem, "framework": job.label, "task": job.task, "error": "compared"} for job in jobs]
+        (folder / run_folder.EQUIVALENCE_FILE).write_text(json.dumps({"cnn": {"task": "cnn", "results": results}}))
+
+    monkeypatch.setattr(equivalence, "check", complete)
+    assert cli.main(["run", "--resume", str(run_dir), "-q"]) == 1  # Raises fails again; then the check, complete
+    assert compared[0] == compared[1] == ["Raises_CNN"]
+    assert not (run_dir / run_folder.CHECKS_DIR / run_folder.EQUIVALENCE_INTERRUPTED_FILE).exists()
+    markdown = (run_dir / "results.md").read_text()
+    assert "check interrupted" not in markdown and "| check failed: compared |" in markdown, markdown
 
 
 def test_resume_refuses_changed_notebooks_and_new_parameters(fixture_catalog, tmp_path, monkeypatch, capsys):

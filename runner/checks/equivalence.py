@@ -322,3 +322,14 @@ def check(jobs, folder, say=print, workers=WORKERS, run=run_exchange):
         out[task] = document(task, results)
     (folder / run_folder.EQUIVALENCE_FILE).write_text(json.dumps(out, indent=1) + "\n")
     return out
+
+
+def write_interrupted(jobs, folder):
+    """Where a signal stopped the check of `jobs`: folder/EQUIVALENCE_INTERRUPTED_FILE, each job's result saying so (the
+    table's cell reads `check interrupted`), and no EQUIVALENCE_FILE, so that --resume runs the check again."""
+    out = {}
+    for job in jobs:
+        out.setdefault(job.task, {"task": job.task, "results": []})["results"].append(
+            {"job": job.stem, "framework": job.label, "task": job.task, "interrupted": True})
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / run_folder.EQUIVALENCE_INTERRUPTED_FILE).write_text(json.dumps(out, indent=1) + "\n")

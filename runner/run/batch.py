@@ -1,9 +1,10 @@
-"""The run command: build what the selected notebooks need, run each on its kernel into a new results folder (or
-finish an interrupted one), writing a record per notebook, then the checks and the report.
+"""The run command's first stage: build what the selected notebooks need, run each on its kernel into a new results
+folder (or finish an interrupted one), writing a record per notebook (execute). The checks and the report follow it
+(runner/pipeline.py), reading what it wrote.
 
-It writes records and the run file (runner/run_folder.py), has the checks write their verdicts (runner/checks/) and
-the report read them all (runner/report/). Importing it needs the standard library only (run_all.py parses its
-arguments before the runner's environment exists); papermill and the rest are imported where they are used.
+It writes records and the run file (runner/run_folder.py) and imports neither the checks nor the report. Importing it
+needs the standard library only (run_all.py parses its arguments before the runner's environment exists); papermill
+and the rest are imported where they are used.
 """
 
 import contextlib
@@ -39,42 +40,6 @@ def write_run_file(args, run_dir):
     stored["tasks"] = stored["tasks"] or list(tasks.TASKS)
     stored["notebooks"] = {job.stem: run_folder.notebook_digest(job.notebook) for job in args.jobs}
     run_folder.write_run_file(run_dir, stored)
-
-
-def check_equivalence(jobs, run_dir):
-    """Compare the selected notebooks with PyTorch's from shared weights, into the run's checks folder."""
-    from runner.checks import equivalence
-
-    defaults = {(job.framework.key, job.variant.name, job.task): dataclasses.replace(
-        job, precision="auto", compile_mode="default", sweep=()) for job in jobs}  # checked as the notebooks stand
-    checked = [job for job in defaults.values()
-               if job.task in equivalence.TASKS and job.framework.key != equivalence.REFERENCE]
-    if not checked or equivalence.REFERENCE not in catalog.framework_keys():
-        return
-    reference_env = catalog.ENVIRONMENTS[catalog.select([equivalence.REFERENCE])[0].variant.env]
-    if not environments.is_ready(reference_env):
-        print("[equivalence] skipped: the reference, PyTorch, has no environment here")
-        return
-    started = time.time()
-    equivalence.check(checked, run_dir / run_folder.CHECKS_DIR)
-    print("[equivalence] done in {}".format(_clock(time.time() - started)))
-
-
-def check_data_parallel(jobs, run_dir, overrides):
-    """Where the run trains on several devices (--devices N, or devices set above 1), check each framework's
-    data-parallel step against its single-device step, into the run's checks folder."""
-    from runner.checks import data_parallel
-
-    def devices(job):
-        return job.overrides(overrides).get("devices", 1)
-
-    parallel = [job for job in jobs if job.task == data_parallel.TASK and devices(job) > 1]
-    if not parallel:
-        return
-    started = time.time()
-    data_parallel.check([dataclasses.replace(job, precision="auto", compile_mode="default", sweep=())
-                         for job in parallel], run_dir / run_folder.CHECKS_DIR)
-    print("[data parallel] done in {}".format(_clock(time.time() - started)))
 
 
 def cannot_be_had_here(failed):
@@ -215,38 +180,27 @@ def no_space(error, run_dir, what):
     return 1
 
 
-def kind_report(run_dir, kind_runs, jobs, interrupted, started):
-    """The report of a run --each-gpu-kind: each kind's folder its own report, and merged.md/.html in `run_dir`, one
-    column per GPU kind; the exit status of the run."""
-    from runner.report import html_pages, run_report
+@dataclasses.dataclass
+class Executed:
+    """What execute() leaves for the stages after it: where the records are, the run's jobs, those whose environment
+    was there (the checks'), the environments this machine can never have, the folders of --each-gpu-kind, how the
+    notebooks' stage ended (0, or 128 + the signal that stopped it) and when the run started."""
 
-    for folder in kind_runs:
-        run_report.write_report(folder)
-    text = html_pages.merged_markdown(kind_runs)
-    (run_dir / "merged.md").write_text(text)
-    (run_dir / "merged.html").write_text(html_pages.merged_page(kind_runs))
-    print()
-    print(text)
-    print("One run folder per GPU kind in {} ({}), their merged table in merged.md and merged.html ({} in all)".format(
-        run_dir, ", ".join(folder.name for folder in kind_runs), _clock(time.time() - started)))
-    if interrupted:
-        return interrupted
-    return 0 if all(run_folder.finished(folder, job.stem) for folder in kind_runs for job in jobs) else 1
+    run_dir: Path
+    jobs: list
+    runnable: list
+    lacked: dict
+    kind_runs: list
+    interrupted: int
+    started: float
 
 
-def run(args):
-    """Set up missing environments, run every selected notebook, write the report; exit 1 if any notebook failed,
-    130 when interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (the running notebook's row says so; --resume
-    finishes the run)."""
-    with stopped_by_signals() as stopping:
-        return _run(args, lambda: stopping[0] if stopping else signal.SIGINT)
-
-
-def _run(args, stopped_by):
-    """run(), `stopped_by()` saying which signal stopped it (SIGINT where it was a KeyboardInterrupt of another kind:
-    Ray re-raises its own)."""
-    from runner.report import rosetta_pages as rosetta_view
-    from runner.report import run_report
+def execute(args, stopped_by):
+    """The run's notebooks: set up missing environments, fetch the data, measure the ceiling, run every selected
+    notebook (here, or on Ray) into a new results folder (or the one --resume names), writing a record each, and
+    the rows of absent frameworks and of tasks a framework lacks. An Executed, or the exit status where the run stops
+    before its report (bad setup, data or cluster; a full disk). A signal (`stopped_by()` names it) marks the running
+    notebook interrupted and ends the stage."""
     from runner.run import execution
 
     machine = compatibility.detect()
@@ -291,7 +245,7 @@ def _run(args, stopped_by):
         print("Resuming {}: {} of its {} notebooks to run (missing, failed or interrupted), profile {}, data {}".format(
             run_dir, len(jobs), len(args.jobs), args.profile, args.data))
     parameters = {"device": args.device, "threads": args.threads, "seed": args.seed}
-    started, interrupted, running, job_started, kind_runs = time.time(), False, None, None, []
+    started, interrupted, running, job_started, kind_runs = time.time(), 0, None, None, []
     try:
         if jobs and not os.environ.get(ceiling.SKIP_VARIABLE) and not (run_dir / run_folder.CEILING_FILE).exists():
             ceiling.for_run(run_dir, args.threads, machine.gpu if args.device != "cpu" else None)  # Util.'s bound
@@ -329,12 +283,6 @@ def _run(args, stopped_by):
                                                 variant=variant.name)
                 stem = catalog.notebook_path(framework, task).stem + ("-" + variant.name if variant.name else "")
                 results.write_result(str(run_folder.record_path(run_dir, stem)), record, "unavailable")
-        checks = run_dir / run_folder.CHECKS_DIR
-        runnable = [job for job in args.jobs if job.variant.env not in unavailable]
-        if not args.no_equivalence and not (checks / run_folder.EQUIVALENCE_FILE).exists():
-            check_equivalence(runnable, run_dir)  # default runs
-        if not args.no_equivalence and not (checks / run_folder.DATA_PARALLEL_FILE).exists():
-            check_data_parallel(runnable, run_dir, args.overrides)
     except RayError as error:
         print("run_all.py: error: {}; `python3 run_all.py run --resume {}` runs the rest".format(error, run_dir),
               file=sys.stderr)
@@ -352,29 +300,21 @@ def _run(args, stopped_by):
             record = execution.failure_record(running, args.profile, "interrupted", "interrupted ({}) after {:.0f} "
                                               "s".format(name, time.time() - job_started), notebook=running.stem + ".ipynb")
             results.write_result(str(run_folder.record_path(run_dir, running.stem)), record, "interrupted")
-    try:
-        if kind_runs:  # --each-gpu-kind: a run folder per GPU kind, and their merged table
-            return kind_report(run_dir, kind_runs, args.jobs, interrupted, started)
-        text = run_report.write_report(run_dir)
-        try:
-            rosetta_view.write_pages(run_dir / "rosetta")
-        except rosetta_view.RosettaError as error:  # the run's results stand; the side-by-side pages cannot
-            print("Rosetta pages not written: {}".format(error))
-    except OSError as error:
-        if error.errno not in NO_SPACE:
-            raise
-        return no_space(error, run_dir, "the run's table, plots, report or Rosetta pages")
-    print()
-    print(text)
-    print("Executed notebooks, records, results.md/.csv/.json, results.png and rosetta/ are in {} ({} in all)".format(
-        run_dir, _clock(time.time() - started)))
-    not_here = [job for job in args.jobs if job.variant.env in lacked and not run_folder.finished(run_dir, job.stem)]
-    for name, why in sorted(lacked.items()):
-        rows = [job.stem for job in not_here if job.variant.env == name]
-        if rows:
-            print("Not run here, as for an absent framework (this machine cannot have what environment {} needs: {}): "
-                  "{}".format(name, why, ", ".join(rows)))
-    if interrupted:
-        return interrupted
-    # every notebook has an "ok" record, but those this machine can never run (their rows say why)
-    return 0 if all(run_folder.finished(run_dir, job.stem) for job in args.jobs if job not in not_here) else 1
+    runnable = [job for job in args.jobs if job.variant.env not in unavailable]
+    return Executed(run_dir, args.jobs, runnable, lacked, kind_runs, interrupted, started)
+
+
+def not_run_here(executed):
+    """The jobs of `executed` that this machine can never run (their environment's build failed for what it lacks)
+    and that have no finished record: like an absent framework's rows, they fail no run."""
+    return [job for job in executed.jobs if job.variant.env in executed.lacked
+            and not run_folder.finished(executed.run_dir, job.stem)]
+
+
+def exit_status(executed):
+    """The run's exit status: the signal's where one stopped it, else 0 when every notebook has a finished record
+    but those this machine can never run (not_run_here), 1 otherwise."""
+    if executed.interrupted:
+        return executed.interrupted
+    skipped = not_run_here(executed)
+    return 0 if all(run_folder.finished(executed.run_dir, job.stem) for job in executed.jobs if job not in skipped) else 1
