@@ -97,13 +97,6 @@ def check_values(task, params):
                              "only)".format(key, params[key], task.key, params["batch_size"]))
 
 
-def check_task(task):
-    """Raise ValueError with the known tasks if `task` is not one of them."""
-    from common import tasks  # the task modules import this one
-
-    tasks.get(task)
-
-
 def check_profile(profile):
     """Raise ValueError with the known profiles if `profile` is not one of them."""
     if profile not in PROFILES:

@@ -60,7 +60,7 @@ def kind_report(executed):
     print(text)
     print("One run folder per GPU kind in {} ({}), their merged table in merged.md and merged.html ({} in all)".format(
         executed.run_dir, ", ".join(folder.name for folder in executed.kind_runs),
-        batch._clock(time.time() - executed.started)))
+        batch.clock(time.time() - executed.started)))
     if executed.interrupted:
         return executed.interrupted
     finished = all(run_folder.finished(folder, job.stem) for folder in executed.kind_runs for job in executed.jobs)
@@ -88,7 +88,7 @@ def reported(executed):
     print()
     print(text)
     print("Executed notebooks, records, results.md/.csv/.json, results.png and rosetta/ are in {} ({} in all)".format(
-        run_dir, batch._clock(time.time() - executed.started)))
+        run_dir, batch.clock(time.time() - executed.started)))
     skipped = batch.not_run_here(executed)
     for name, why in sorted(executed.lacked.items()):
         rows = [job.stem for job in skipped if job.variant.env == name]

@@ -6,13 +6,11 @@ rows it had still to give saying `check interrupted`, which --resume completes."
 import dataclasses
 import time
 
+from common import tasks
 from runner import catalog, run_folder
 from runner.checks import data_parallel, equivalence
 from runner.run import environments
-
-
-def _clock(seconds):
-    return "{:d}:{:02d}".format(int(seconds // 60), int(seconds % 60))
+from runner.run.batch import clock
 
 
 def as_written(job):
@@ -39,18 +37,18 @@ def check_equivalence(jobs, run_dir, say=print):
         equivalence.write_interrupted(checked, folder)
         raise
     (folder / run_folder.EQUIVALENCE_INTERRUPTED_FILE).unlink(missing_ok=True)  # a stopped check's, now complete
-    say("[equivalence] done in {}".format(_clock(time.time() - started)))
+    say("[equivalence] done in {}".format(clock(time.time() - started)))
 
 
 def check_data_parallel(jobs, run_dir, overrides, say=print):
     """Where the run trains on several devices (--devices N, or devices set above 1), check each framework's
     data-parallel step against its single-device step, into the run's checks folder."""
-    parallel = [job for job in jobs if job.task == data_parallel.TASK and job.overrides(overrides).get("devices", 1) > 1]
+    parallel = [job for job in jobs if tasks.get(job.task).devices(job.overrides(overrides)) > 1]
     if not parallel:
         return
     started = time.time()
     data_parallel.check([as_written(job) for job in parallel], run_dir / run_folder.CHECKS_DIR)
-    say("[data parallel] done in {}".format(_clock(time.time() - started)))
+    say("[data parallel] done in {}".format(clock(time.time() - started)))
 
 
 def run_checks(jobs, run_dir, overrides, say=print):

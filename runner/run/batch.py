@@ -75,7 +75,8 @@ def new_run_dir(results_dir, profile):
     raise RuntimeError("999 results folders named {} already exist in {}".format(base, results_dir))
 
 
-def _clock(seconds):
+def clock(seconds):
+    """Seconds as the progress lines show them, minutes:seconds."""
     return "{:d}:{:02d}".format(int(seconds // 60), int(seconds % 60))
 
 
@@ -254,7 +255,7 @@ def execute(args, stopped_by):
                        lambda: STOP_SIGNALS[stopped_by()], kind_runs)
             jobs = []  # all ran, on Ray
         for number, job in enumerate(jobs, 1):
-            prefix = "[{}/{} {}]".format(number, len(jobs), _clock(time.time() - started))
+            prefix = "[{}/{} {}]".format(number, len(jobs), clock(time.time() - started))
             reason = unavailable.get(job.variant.env) or missing_packages_reason(job)
             if reason:
                 record = execution.failure_record(job, args.profile, "unavailable", reason)
@@ -270,7 +271,7 @@ def execute(args, stopped_by):
                 running = None
             outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]
             print("[{}/{} {}] {}: {} after {:.0f} s; {}".format(
-                number, len(jobs), _clock(time.time() - started), job.stem, record["status"].upper(),
+                number, len(jobs), clock(time.time() - started), job.stem, record["status"].upper(),
                 record.get("duration_s") or 0, outcome))
         for absent in catalog.absent_selected(args.frameworks):  # a row per task that says why it cannot run
             for task in args.tasks or list(tasks.TASKS):

@@ -56,6 +56,12 @@ def best_seconds(run, sync, budget_s, first):
     return min(times), len(times), (max(times) - min(times)) / min(times)
 
 
+def measured(make_run, sync, sizes, budget_s):
+    """(size, best seconds, repeats, spread) of the products of `make_run(size)` at the size calibrated() chooses."""
+    size, run, first = calibrated(make_run, sync, sizes, budget_s)
+    return (size,) + best_seconds(run, sync, budget_s, first)
+
+
 def answer(flops, seconds, repeats, spread, library, size, started):
     """One path's answer: its GFLOP/s with how they were measured."""
     return {"gflops": flops / seconds / 1e9, "library": library, "size": size, "repeats": repeats, "seconds": seconds,
@@ -84,8 +90,7 @@ def measure_numpy(path, threads, budget_s):
         a, b = (rng.standard_normal((size, size)).astype(np.float32) for _ in range(2))
         return lambda: a @ b
 
-    size, run, first = calibrated(make_run, lambda: None, CPU_SIZES, budget_s)
-    seconds, repeats, spread = best_seconds(run, lambda: None, budget_s, first)
+    size, seconds, repeats, spread = measured(make_run, lambda: None, CPU_SIZES, budget_s)
     return answer(2 * size ** 3, seconds, repeats, spread, "NumPy {} ({})".format(np.__version__, numpy_blas()), size,
                   started)
 
@@ -121,8 +126,7 @@ def measure_torch(path, threads, budget_s):
             return lambda: torch.nn.functional.conv2d(x, weight)
 
         with torch.no_grad():
-            n, run, first = calibrated(make_run, sync, (1, CONV_SHAPE[0]), budget_s)
-            seconds, repeats, spread = best_seconds(run, sync, budget_s, first)
+            n, seconds, repeats, spread = measured(make_run, sync, (1, CONV_SHAPE[0]), budget_s)
         flops, size = 2 * n * h * w * c * c, [n, c, h, w]
         library += ", oneDNN" if torch.backends.mkldnn.is_available() else ", no oneDNN"
     else:
@@ -130,8 +134,7 @@ def measure_torch(path, threads, budget_s):
             a, b = (torch.randn((size, size), generator=generator).to(dtype).to(device) for _ in range(2))
             return lambda: torch.mm(a, b)
 
-        size, run, first = calibrated(make_run, sync, sizes, budget_s)
-        seconds, repeats, spread = best_seconds(run, sync, budget_s, first)
+        size, seconds, repeats, spread = measured(make_run, sync, sizes, budget_s)
         flops = 2 * size ** 3
     return answer(flops, seconds, repeats, spread, library, size, started)
 
@@ -162,8 +165,7 @@ def measure_jax(path, threads, budget_s):
         return lambda: product(a, b).block_until_ready()
 
     with jax.default_matmul_precision(JAX_MATMUL_PRECISION.get(precision, "default")):
-        size, run, first = calibrated(make_run, lambda: None, GPU_SIZES, budget_s)
-        seconds, repeats, spread = best_seconds(run, lambda: None, budget_s, first)
+        size, seconds, repeats, spread = measured(make_run, lambda: None, GPU_SIZES, budget_s)
     return answer(2 * size ** 3, seconds, repeats, spread, "JAX {} ({})".format(jax.__version__, gpus[0].device_kind),
                   size, started)
 
