@@ -132,6 +132,7 @@ class Job:
     precision: str = "auto"
     compile_mode: str = "default"
     sweep: tuple = ()  # (hyperparameter, value) in a sweep, else ()
+    round: int = 1  # with --repeat N, which of the N rounds (its outputs go to run_folder.round_folder)
 
     @property
     def notebook(self) -> Path:
@@ -154,6 +155,10 @@ class Job:
     def swept(self) -> dict:
         """Its swept hyperparameter and value as overrides ({} outside a sweep)."""
         return dict([self.sweep]) if self.sweep else {}
+
+    def in_round(self, number: int) -> "Job":
+        """This job in round `number` of a repeated run (--repeat)."""
+        return dataclasses.replace(self, round=number)
 
     def overrides(self, run_overrides: dict) -> dict:
         """The hyperparameters its notebook is given: the run's --set values its task has (task_overrides), then its

@@ -16,6 +16,7 @@ from pathlib import Path
 from common import hyperparams, results, tasks, variants
 from runner import catalog, pipeline, run_folder
 from runner.run import batch, environments, setup_commands
+from runner.run.settings import RunSettings
 
 COMMANDS = ("run", "setup", "test", "report", "rosetta", "list", "lock", "node")
 
@@ -102,6 +103,8 @@ def build_parser():
                      "hyperparameter once per value, and plot throughput against it, e.g. --sweep batch_size=1,8,32")
     run.add_argument("--devices", type=int, metavar="N", help="data-parallel training on 1 and on N devices (GPUs, or "
                      "processes sharing the CPU), for the scaling efficiency: --sweep devices=1,N")
+    run.add_argument("--repeat", type=int, metavar="N", help="run every notebook N times, in N rounds each in its own "
+                     "seeded order; the table gives each row's median over the rounds with its interval (default 1)")
     run.add_argument("--timeout", type=float, help="seconds per notebook (default: smoke 600, quick 1800, full 14400)")
     run.add_argument("--results", type=_path, default=catalog.REPO / "results", help="folder for run folders")
     run.add_argument("--no-setup", action="store_true", help="fail instead of building missing environments")
@@ -225,6 +228,8 @@ def parse(argv):
             args.timeout = DEFAULT_TIMEOUT[args.profile]
         if args.timeout <= 0 or args.threads < 0:
             raise UsageError("--timeout must be positive and --threads not negative")
+        if args.repeat < 1:
+            raise UsageError("--repeat {}: must be 1 or more".format(args.repeat))
     if args.command in ("run", "setup") and args.gpu and args.cpu:
         raise UsageError("--gpu and --cpu exclude each other")
     if args.command in ("run", "setup") and args.wheels is not None and not args.wheels.is_dir():
@@ -254,7 +259,20 @@ def parse(argv):
                 raise UsageError("no such results folder: {}".format(run_dir))
     return args
 
-RUN_DEFAULTS = {"profile": "quick", "data": "auto", "device": "auto", "seed": 0, "precisions": ["auto"]}
+RUN_DEFAULTS = {"profile": "quick", "data": "auto", "device": "auto", "seed": 0, "precisions": ["auto"], "repeat": 1}
+
+
+def run_settings(args):
+    """The run command's settings (runner/run/settings.py) from its checked arguments: past this module, nothing
+    reads the command line's namespace."""
+    return RunSettings(
+        jobs=tuple(args.jobs), frameworks=args.frameworks, tasks=args.tasks, profile=args.profile, data=args.data,
+        device=args.device, threads=args.threads, threads_default=args.threads_default, seed=args.seed,
+        overrides=dict(args.overrides), timeout=args.timeout, no_equivalence=bool(args.no_equivalence),
+        precisions=args.precisions, compile_modes=args.compile_modes, sweep=args.sweep, repeat=args.repeat,
+        results=args.results, resume=args.resume, setup=not args.no_setup, build=setup_commands.build_choice(args),
+        wheels=args.wheels, quiet=args.quiet, on=args.on, address=args.address, each_gpu_kind=args.each_gpu_kind,
+        round_orders=getattr(args, "round_orders", None))
 
 
 def check_variants(args):
@@ -311,12 +329,14 @@ def resume_parameters(args):
     except (OSError, ValueError) as error:
         raise UsageError("--resume: {} cannot be read ({}): only runs that stored it can be resumed".format(
             path, results.first_line(str(error)))) from None
-    given = [name for name in batch.RUN_PARAMETERS if getattr(args, name) not in (None, [], False)]
+    given = [name for name in RunSettings.STORED if getattr(args, name) not in (None, [], False)]
     if given:
         raise UsageError("--resume runs with the parameters stored in {}; leave out {}".format(
             path, ", ".join("--" + name.replace("_", "-") for name in given)))
-    for name in batch.RUN_PARAMETERS:
+    for name in RunSettings.STORED:
         setattr(args, name, stored.get(name))
+    args.repeat = args.repeat or 1  # a run stored before --repeat existed ran one round
+    args.round_orders = stored.get("round_orders")
     args.overrides = list((args.overrides or {}).items())
     args.sweep = tuple(args.sweep) if args.sweep else None  # stored as a list
     args.stored_notebooks = stored.get("notebooks") or {}
@@ -369,5 +389,7 @@ def main(argv=None):
     from runner.report import commands as report_commands
     from runner.run import on_ray
 
-    return {"run": pipeline.run, "test": setup_commands.test, "report": report_commands.report,
+    if args.command == "run":
+        return pipeline.run(run_settings(args))
+    return {"test": setup_commands.test, "report": report_commands.report,
             "rosetta": report_commands.rosetta, "node": on_ray.node_command, "setup": on_ray.setup_on_nodes}[args.command](args)

@@ -7,10 +7,10 @@ import signal
 import sys
 import time
 
-from runner.run import batch
+from runner.run import batch, executors
 
 
-def run(args):
+def run(settings):
     """Set up missing environments, run every selected notebook, check them, write the report; exit 1 if any notebook
     or check failed, 130 when interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (the running notebook's row, or
     the same-weights rows still to check, say so; --resume finishes the run)."""
@@ -18,12 +18,12 @@ def run(args):
         def stopped_by():
             return stopping[0] if stopping else signal.SIGINT  # SIGINT: a KeyboardInterrupt of another kind (Ray's)
 
-        executed = batch.execute(args, stopped_by)
+        executed = batch.execute(settings, stopped_by)
         if isinstance(executed, int):  # stopped before its report: bad setup, data or cluster, or a full disk
             return executed
-        if not executed.interrupted and not args.no_equivalence:
+        if not executed.interrupted and not settings.no_equivalence:
             try:
-                executed.interrupted = checked(args, executed, stopped_by)
+                executed.interrupted = checked(settings.overrides, executed, stopped_by)
             except OSError as error:
                 if error.errno not in batch.NO_SPACE:
                     raise
@@ -31,12 +31,13 @@ def run(args):
         return reported(executed)
 
 
-def checked(args, executed, stopped_by):
-    """Run the checks of `executed`'s notebooks (runner/checks/stage.py); 0, or 128 + the signal that stopped them."""
+def checked(overrides, executed, stopped_by):
+    """Run the checks of `executed`'s notebooks (runner/checks/stage.py; `overrides`: the run's --set values); 0, or
+    128 + the signal that stopped them."""
     from runner.checks import stage
 
     try:
-        stage.run_checks(executed.runnable, executed.run_dir, args.overrides)
+        stage.run_checks(executed.runnable, executed.run_dir, overrides)
     except KeyboardInterrupt:
         number = stopped_by()
         print("\nInterrupted ({}) during the checks: writing the table, its unchecked rows saying `check interrupted`; "
@@ -60,7 +61,7 @@ def kind_report(executed):
     print(text)
     print("One run folder per GPU kind in {} ({}), their merged table in merged.md and merged.html ({} in all)".format(
         executed.run_dir, ", ".join(folder.name for folder in executed.kind_runs),
-        batch.clock(time.time() - executed.started)))
+        executors.clock(time.time() - executed.started)))
     if executed.interrupted:
         return executed.interrupted
     finished = all(run_folder.finished(folder, job.stem) for folder in executed.kind_runs for job in executed.jobs)
@@ -88,7 +89,7 @@ def reported(executed):
     print()
     print(text)
     print("Executed notebooks, records, results.md/.csv/.json, results.png and rosetta/ are in {} ({} in all)".format(
-        run_dir, batch.clock(time.time() - executed.started)))
+        run_dir, executors.clock(time.time() - executed.started)))
     skipped = batch.not_run_here(executed)
     for name, why in sorted(executed.lacked.items()):
         rows = [job.stem for job in skipped if job.variant.env == name]

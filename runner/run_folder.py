@@ -28,6 +28,25 @@ FINISHED = ("ok", "unsupported")  # statuses --resume leaves alone and the exit 
 UNREADABLE = "unreadable"  # the status of a stand-in row for a record that cannot be read
 
 
+ROUND_PREFIX = "round-"  # with --repeat N, rounds 2 to N of a run write into <run folder>/round-<k>/
+
+
+def round_folder(run_dir, number):
+    """Where round `number` of a run writes its notebooks and records: the run folder itself for the first round
+    (so a run of one round is laid out as ever), <run folder>/round-<number> for the others."""
+    return Path(run_dir) if number == 1 else Path(run_dir) / "{}{}".format(ROUND_PREFIX, number)
+
+
+def round_folders(run_dir):
+    """{round number: its folder} of the rounds a results folder holds, the first round's always."""
+    found = {1: Path(run_dir)}
+    for folder in Path(run_dir).glob(ROUND_PREFIX + "*"):
+        number = folder.name[len(ROUND_PREFIX):]
+        if folder.is_dir() and number.isdigit() and int(number) > 1:
+            found[int(number)] = folder
+    return dict(sorted(found.items()))
+
+
 def record_path(run_dir, stem):
     """The path of the record of the job or row named `stem` in a results folder."""
     return Path(run_dir) / (stem + RECORD_SUFFIX)

@@ -10,7 +10,7 @@ from common import tasks
 from runner import catalog, run_folder
 from runner.checks import data_parallel, equivalence
 from runner.run import environments
-from runner.run.batch import clock
+from runner.run.executors import clock
 
 
 def as_written(job):

@@ -28,18 +28,37 @@ NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 # The signals that stop a run as Ctrl-C does: what its rows call each, and the exit status (128 + the signal's number)
 STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 USAGE_ERROR = 2  # a run refused before it starts (the command line's status for bad input)
-# The options a run is started with: stored in run_folder.RUN_FILE, taken from there by --resume, refused beside it.
-RUN_PARAMETERS = ("frameworks", "tasks", "profile", "data", "device", "threads", "seed", "overrides", "timeout",
-                  "no_equivalence", "precisions", "compile_modes", "sweep")
 
 
-def write_run_file(args, run_dir):
-    """Store the run's parameters and its notebooks' digests in the run file (runner/run_folder.py)."""
-    stored = {name: getattr(args, name) for name in RUN_PARAMETERS}
+def round_orders(jobs, repeat, seed):
+    """The order of each round's jobs, as lists of stems: a run of one round keeps the catalog's order; with several,
+    every round is its own permutation, drawn from `seed`, so that a slow spell of the machine falls on every row
+    alike rather than on whichever ran during it."""
+    import random
+
+    stems = [job.stem for job in jobs]
+    if repeat == 1:
+        return [stems]
+    generator = random.Random("round order {}".format(seed))
+    return [generator.sample(stems, len(stems)) for _ in range(repeat)]
+
+
+def write_run_file(settings, run_dir, orders):
+    """Store the run's parameters, the order of its rounds and its notebooks' digests in the run file
+    (runner/run_folder.py)."""
+    stored = settings.stored()
     stored["frameworks"] = stored["frameworks"] or catalog.framework_keys()
     stored["tasks"] = stored["tasks"] or list(tasks.TASKS)
-    stored["notebooks"] = {job.stem: run_folder.notebook_digest(job.notebook) for job in args.jobs}
+    stored["round_orders"] = orders
+    stored["notebooks"] = {job.stem: run_folder.notebook_digest(job.notebook) for job in settings.jobs}
     run_folder.write_run_file(run_dir, stored)
+
+
+def in_rounds(jobs, orders):
+    """Every job once per round, each round in its stored order (stems): the list the executor runs."""
+    by_stem = {job.stem: job for job in jobs}
+    return [by_stem[stem].in_round(number) for number, order in enumerate(orders, 1) for stem in order
+            if stem in by_stem]
 
 
 def cannot_be_had_here(failed):
@@ -75,11 +94,6 @@ def new_run_dir(results_dir, profile):
     raise RuntimeError("999 results folders named {} already exist in {}".format(base, results_dir))
 
 
-def clock(seconds):
-    """Seconds as the progress lines show them, minutes:seconds."""
-    return "{:d}:{:02d}".format(int(seconds // 60), int(seconds % 60))
-
-
 def fetch_data(task_keys, source, say=print):
     """Fetch each task's dataset once, before any notebook starts; return {task: the data source its notebooks get}.
 
@@ -106,31 +120,16 @@ def fetch_data(task_keys, source, say=print):
     return sources
 
 
-def run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machine, stop_name, kind_runs):
-    """Run `jobs` as Ray tasks (runner/run/on_ray.py): on a cluster started on this machine, or on the one at
-    --address; the jobs whose environment the setup here could not build are rows that say why, as in a sequential
-    run (on a cluster, only where no node has that environment). With --each-gpu-kind every job runs once per GPU
-    kind of the cluster, into a run folder of that kind's inside `run_dir` (appended to `kind_runs`)."""
-    from runner.run import execution, on_ray
+def run_on_ray(settings, jobs, run_dir, parameters_of, machine, stop_name, kind_runs, orders):
+    """Run `jobs` as Ray tasks (runner/run/on_ray.py, through executors.OnRay): on a cluster started on this machine,
+    or on the one at --address. With --each-gpu-kind every job runs once per GPU kind of the cluster, into a run folder
+    of that kind's inside `run_dir` (appended to `kind_runs`)."""
+    from runner.run import executors, on_ray
 
-    local = args.address is None
-    runnable = []
-    for job in jobs:
-        reason = (unavailable.get(job.variant.env) or missing_packages_reason(job)) if local else None
-        if reason:
-            record = execution.failure_record(job, args.profile, "unavailable", reason)
-            results.write_result(str(run_folder.record_path(run_dir, job.stem)), record, "unavailable")
-        else:
-            runnable.append(job)
-
-    def parameters_of(job):
-        overrides = job.overrides(args.overrides)
-        return on_ray.parameters_without_record(job, args.profile, dict(parameters, data_source=data_sources[job.task],
-                                                                        overrides=overrides))
-
-    with on_ray.Cluster(args.address, gpus=on_ray.local_gpus(machine, args.device), wheels=args.wheels) as cluster:
+    with on_ray.Cluster(settings.address, gpus=on_ray.local_gpus(machine, settings.device),
+                        wheels=settings.wheels) as cluster:
         kinds = None
-        if args.each_gpu_kind:
+        if settings.each_gpu_kind:
             found = on_ray.gpu_kinds(cluster.nodes())
             if not found:
                 raise RayError("--each-gpu-kind: no node of the cluster declares a GPU (`run_all.py node` declares "
@@ -138,11 +137,16 @@ def run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machi
             kinds = {kind: run_dir / kind for kind in found}
             for folder in kinds.values():
                 folder.mkdir(exist_ok=True)
-                write_run_file(args, folder)
+                write_run_file(settings, folder, orders)
                 kind_runs.append(folder)
             print("[ray] every notebook once per GPU kind: {}".format(", ".join(found)))
-        on_ray.run_jobs(cluster, runnable, run_dir, args.profile, parameters_of, args.timeout, args.device,
-                        None if args.threads_default else args.threads, stop_name=stop_name, kinds=kinds)
+        executor = executors.OnRay(cluster, settings.profile, parameters_of, settings.timeout, settings.device,
+                                   None if settings.threads_default else settings.threads, stop_name=stop_name,
+                                   kinds=kinds)
+        for job in jobs:  # the rounds' folders
+            for base in (kinds or {None: run_dir}).values():
+                run_folder.round_folder(base, job.round).mkdir(exist_ok=True)
+        executor.run(jobs, run_dir)
 
 
 @contextlib.contextmanager
@@ -183,9 +187,10 @@ def no_space(error, run_dir, what):
 
 @dataclasses.dataclass
 class Executed:
-    """What execute() leaves for the stages after it: where the records are, the run's jobs, those whose environment
-    was there (the checks'), the environments this machine can never have, the folders of --each-gpu-kind, how the
-    notebooks' stage ended (0, or 128 + the signal that stopped it) and when the run started."""
+    """What execute() leaves for the stages after it: where the records are, the run's jobs (round 1), those whose
+    environment was there (the checks'), the environments this machine can never have, the folders of
+    --each-gpu-kind, how the notebooks' stage ended (0, or 128 + the signal that stopped it), when the run started,
+    and its rounds."""
 
     run_dir: Path
     jobs: list
@@ -194,31 +199,40 @@ class Executed:
     kind_runs: list
     interrupted: int
     started: float
+    repeat: int = 1
 
 
-def execute(args, stopped_by):
+def unfinished(settings, orders):
+    """(run folder or None, the jobs still to run in their rounds' order): all of them for a new run; for --resume,
+    those of every round without a finished record in their round's folder."""
+    planned = in_rounds(settings.jobs, orders)
+    if settings.resume is None:
+        return None, planned
+    return settings.resume, [job for job in planned if not run_folder.finished(
+        run_folder.round_folder(settings.resume, job.round), job.stem)]
+
+
+def execute(settings, stopped_by):
     """The run's notebooks: set up missing environments, fetch the data, measure the ceiling, run every selected
-    notebook (here, or on Ray) into a new results folder (or the one --resume names), writing a record each, and
-    the rows of absent frameworks and of tasks a framework lacks. An Executed, or the exit status where the run stops
-    before its report (bad setup, data or cluster; a full disk). A signal (`stopped_by()` names it) marks the running
-    notebook interrupted and ends the stage."""
-    from runner.run import execution
+    notebook (here, or on Ray; once per round with --repeat) into a new results folder (or the one --resume names),
+    writing a record each, and the rows of absent frameworks and of tasks a framework lacks. An Executed, or the exit
+    status where the run stops before its report (bad setup, data or cluster; a full disk). A signal (`stopped_by()`
+    names it) marks the running notebooks interrupted and ends the stage."""
+    from runner.run import execution, executors
 
     machine = compatibility.detect()
     print("[gpu] " + machine.describe())
-    if getattr(args, "on", None) == "ray":
+    if settings.on == "ray":
         from runner.run import on_ray
         try:
-            on_ray.import_ray(wheels=args.wheels)
+            on_ray.import_ray(wheels=settings.wheels)
         except on_ray.RayError as error:
             print("run_all.py: error: {}".format(error), file=sys.stderr)
             return 1
-    if args.resume is not None:
-        run_dir, jobs = args.resume, [job for job in args.jobs if not run_folder.finished(args.resume, job.stem)]
-    else:
-        run_dir, jobs = None, args.jobs
+    orders = settings.round_orders or round_orders(settings.jobs, settings.repeat, settings.seed)
+    run_dir, jobs = unfinished(settings, orders)
     names = [env.name for env in catalog.environments_for(jobs)]
-    if args.no_setup or not names:  # without a notebook to run there is nothing to build (setup's empty list is all)
+    if not settings.setup or not names:  # without a notebook to run there is nothing to build (setup's empty list is all)
         missing = [name for name in names if not environments.is_ready(catalog.ENVIRONMENTS[name])]
         if missing:
             print("run_all.py: error: environment {} is missing; build it with `python3 run_all.py setup {}`".format(
@@ -226,64 +240,60 @@ def execute(args, stopped_by):
             return USAGE_ERROR
         unavailable, lacked = {}, {}
     else:
-        failed, unavailable = setup_commands.build_environments(names, machine, build=setup_commands.build_choice(args),
-                                                                device=args.device, wheels=args.wheels)
+        failed, unavailable = setup_commands.build_environments(names, machine, build=settings.build,
+                                                                device=settings.device, wheels=settings.wheels)
         unavailable.update({name: str(error) for name, error in failed.items()})
         lacked = cannot_be_had_here(failed)
 
     from common import datasets
 
     try:
-        data_sources = fetch_data(sorted({job.task for job in jobs if job.variant.env not in unavailable}), args.data)
+        data_sources = fetch_data(sorted({job.task for job in jobs if job.variant.env not in unavailable}),
+                                  settings.data)
     except (datasets.DownloadError, datasets.ChecksumError) as error:
-        print("run_all.py: error: --data {}: {}".format(args.data, results.first_line(str(error))), file=sys.stderr)
+        print("run_all.py: error: --data {}: {}".format(settings.data, results.first_line(str(error))), file=sys.stderr)
         return 1
+    rounds = " in {} rounds".format(settings.repeat) if settings.repeat > 1 else ""
     if run_dir is None:
-        run_dir = new_run_dir(args.results, args.profile)
-        write_run_file(args, run_dir)
-        print("Running {} notebooks, profile {}, data {}, into {}".format(len(jobs), args.profile, args.data, run_dir))
+        run_dir = new_run_dir(settings.results, settings.profile)
+        write_run_file(settings, run_dir, orders)
+        print("Running {} notebooks{}, profile {}, data {}, into {}".format(
+            len(settings.jobs), rounds, settings.profile, settings.data, run_dir))
     else:
-        print("Resuming {}: {} of its {} notebooks to run (missing, failed or interrupted), profile {}, data {}".format(
-            run_dir, len(jobs), len(args.jobs), args.profile, args.data))
-    parameters = {"device": args.device, "threads": args.threads, "seed": args.seed}
-    started, interrupted, running, job_started, kind_runs = time.time(), 0, None, None, []
+        print("Resuming {}: {} of its {} notebooks{} to run (missing, failed or interrupted), profile {}, data "
+              "{}".format(run_dir, len(jobs), len(settings.jobs) * settings.repeat, rounds, settings.profile,
+                          settings.data))
+    parameters = {"device": settings.device, "threads": settings.threads, "seed": settings.seed}
+
+    def parameters_of(job):
+        return dict(parameters, data_source=data_sources[job.task], overrides=job.overrides(settings.overrides))
+
+    def stop_name():
+        return STOP_SIGNALS[stopped_by()]
+
+    local = settings.on != "ray" or settings.address is None  # a cluster's nodes have environments of their own
+    runnable = []
+    for job in jobs:
+        folder = run_folder.round_folder(run_dir, job.round)
+        folder.mkdir(exist_ok=True)
+        reason = (unavailable.get(job.variant.env) or missing_packages_reason(job)) if local else None
+        if reason:
+            execution.write_not_run(folder, job, settings.profile, "unavailable", reason)
+            print("{}: UNAVAILABLE; {}".format(executors.named(job), reason))
+        else:
+            runnable.append(job)
+    started, interrupted, kind_runs = time.time(), 0, []
+    executor = None
     try:
-        if jobs and not os.environ.get(ceiling.SKIP_VARIABLE) and not (run_dir / run_folder.CEILING_FILE).exists():
-            ceiling.for_run(run_dir, args.threads, machine.gpu if args.device != "cpu" else None)  # Util.'s bound
-        if getattr(args, "on", None) == "ray":
-            run_on_ray(args, jobs, run_dir, parameters, data_sources, unavailable, machine,
-                       lambda: STOP_SIGNALS[stopped_by()], kind_runs)
-            jobs = []  # all ran, on Ray
-        for number, job in enumerate(jobs, 1):
-            prefix = "[{}/{} {}]".format(number, len(jobs), clock(time.time() - started))
-            reason = unavailable.get(job.variant.env) or missing_packages_reason(job)
-            if reason:
-                record = execution.failure_record(job, args.profile, "unavailable", reason)
-                results.write_result(str(run_folder.record_path(run_dir, job.stem)), record, "unavailable")
-            else:
-                print("{} {} on kernel {} ...".format(prefix, job.stem, job.environment.kernel_name))
-                sys.stdout.flush()
-                overrides = job.overrides(args.overrides)
-                running, job_started = job, time.time()
-                record = execution.run_job(job, run_dir, args.profile,
-                                           dict(parameters, data_source=data_sources[job.task], overrides=overrides),
-                                           args.timeout, show_output=not args.quiet)
-                running = None
-            outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]
-            print("[{}/{} {}] {}: {} after {:.0f} s; {}".format(
-                number, len(jobs), clock(time.time() - started), job.stem, record["status"].upper(),
-                record.get("duration_s") or 0, outcome))
-        for absent in catalog.absent_selected(args.frameworks):  # a row per task that says why it cannot run
-            for task in args.tasks or list(tasks.TASKS):
-                record = results.failure_record(absent.label, task, args.profile, "unavailable", absent.reason)
-                stem = "{}_{}".format(absent.label, tasks.TASKS[task].notebook)
-                results.write_result(str(run_folder.record_path(run_dir, stem)), record, "unavailable")
-        for framework, task, why in catalog.lacking(args.frameworks, args.tasks):  # tasks without a notebook: why
-            for variant in framework.variants:
-                record = results.failure_record(framework.label, task, args.profile, "unavailable", why,
-                                                variant=variant.name)
-                stem = catalog.notebook_path(framework, task).stem + ("-" + variant.name if variant.name else "")
-                results.write_result(str(run_folder.record_path(run_dir, stem)), record, "unavailable")
+        if runnable and not os.environ.get(ceiling.SKIP_VARIABLE) and not (run_dir / run_folder.CEILING_FILE).exists():
+            ceiling.for_run(run_dir, settings.threads, machine.gpu if settings.device != "cpu" else None)  # Util.'s bound
+        if settings.on == "ray":
+            run_on_ray(settings, runnable, run_dir, parameters_of, machine, stop_name, kind_runs, orders)
+        else:
+            executor = executors.Sequential(settings.profile, parameters_of, settings.timeout,
+                                            show_output=not settings.quiet, started=started, stop_name=stop_name)
+            executor.run(runnable, run_dir)
+        write_rows_not_run(settings, run_dir)
     except RayError as error:
         print("run_all.py: error: {}; `python3 run_all.py run --resume {}` runs the rest".format(error, run_dir),
               file=sys.stderr)
@@ -291,31 +301,50 @@ def execute(args, stopped_by):
     except OSError as error:
         if error.errno not in NO_SPACE:
             raise
+        running = executor.running if executor is not None else None
         what = "the record of {} and the run's table".format(running.stem) if running else "the run's table"
         return no_space(error, run_dir, what)
     except KeyboardInterrupt:
-        interrupted, name = 128 + stopped_by(), STOP_SIGNALS[stopped_by()]
+        interrupted = 128 + stopped_by()
         print("\nInterrupted ({}): writing the table of what finished; `python3 run_all.py run --resume {}` finishes "
-              "the run.".format(name, run_dir))
-        if running is not None:
-            record = execution.failure_record(running, args.profile, "interrupted", "interrupted ({}) after {:.0f} "
-                                              "s".format(name, time.time() - job_started), notebook=running.stem + ".ipynb")
-            results.write_result(str(run_folder.record_path(run_dir, running.stem)), record, "interrupted")
-    runnable = [job for job in args.jobs if job.variant.env not in unavailable]
-    return Executed(run_dir, args.jobs, runnable, lacked, kind_runs, interrupted, started)
+              "the run.".format(stop_name(), run_dir))
+    runnable = [job for job in settings.jobs if job.variant.env not in unavailable]
+    return Executed(run_dir, list(settings.jobs), runnable, lacked, kind_runs, interrupted, started, settings.repeat)
+
+
+def write_rows_not_run(settings, run_dir):
+    """The rows of the selected frameworks that have no notebook to run: an absent framework's for every task, and a
+    task a framework lacks, each saying why."""
+    for absent in catalog.absent_selected(settings.frameworks):
+        for task in settings.tasks or list(tasks.TASKS):
+            record = results.failure_record(absent.label, task, settings.profile, "unavailable", absent.reason)
+            stem = "{}_{}".format(absent.label, tasks.TASKS[task].notebook)
+            results.write_result(str(run_folder.record_path(run_dir, stem)), record, "unavailable")
+    for framework, task, why in catalog.lacking(settings.frameworks, settings.tasks):
+        for variant in framework.variants:
+            record = results.failure_record(framework.label, task, settings.profile, "unavailable", why,
+                                            variant=variant.name)
+            stem = catalog.notebook_path(framework, task).stem + ("-" + variant.name if variant.name else "")
+            results.write_result(str(run_folder.record_path(run_dir, stem)), record, "unavailable")
+
+
+def finished_in_every_round(executed, job):
+    """True when `job` has a finished record in the folder of each of the run's rounds."""
+    return all(run_folder.finished(run_folder.round_folder(executed.run_dir, number), job.stem)
+               for number in range(1, executed.repeat + 1))
 
 
 def not_run_here(executed):
     """The jobs of `executed` that this machine can never run (their environment's build failed for what it lacks)
     and that have no finished record: like an absent framework's rows, they fail no run."""
     return [job for job in executed.jobs if job.variant.env in executed.lacked
-            and not run_folder.finished(executed.run_dir, job.stem)]
+            and not finished_in_every_round(executed, job)]
 
 
 def exit_status(executed):
-    """The run's exit status: the signal's where one stopped it, else 0 when every notebook has a finished record
-    but those this machine can never run (not_run_here), 1 otherwise."""
+    """The run's exit status: the signal's where one stopped it, else 0 when every notebook has a finished record in
+    every round but those this machine can never run (not_run_here), 1 otherwise."""
     if executed.interrupted:
         return executed.interrupted
     skipped = not_run_here(executed)
-    return 0 if all(run_folder.finished(executed.run_dir, job.stem) for job in executed.jobs if job not in skipped) else 1
+    return 0 if all(finished_in_every_round(executed, job) for job in executed.jobs if job not in skipped) else 1

@@ -210,6 +210,16 @@ def failure_record(job, profile, status, error, notebook=None, duration_s=None):
     return record
 
 
+def write_not_run(folder, job, profile, status, why, notebook=None, duration_s=None):
+    """Write into `folder` and return the runner's record of a job that did not run to its end: 'unavailable' (its
+    environment or a node that can run it missing), 'interrupted' (a signal), 'failed' (its node lost). The one place
+    such records are written, whatever ran the job (runner/run/executors.py)."""
+    record = failure_record(job, profile, status, why, notebook=notebook, duration_s=duration_s)
+    record["round"] = job.round
+    results.write_result(str(run_folder.record_path(folder, job.stem)), record, status)
+    return record
+
+
 def _note_in_notebook(path, text):
     """Append a markdown cell saying why the notebook stopped, so the saved copy explains itself."""
     try:
@@ -256,6 +266,7 @@ def finish_record(job, run_dir, profile, status, error, elapsed, extra=None):
         record = failure_record(job, profile, status, error, duration_s=elapsed)
     record["notebook"] = output.name
     record["sweep"] = job.swept or None
+    record["round"] = job.round
     record.update(extra or {})
     results.write_result(str(record_path), record, status=record["status"])
     return record

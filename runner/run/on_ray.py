@@ -468,15 +468,6 @@ def land(job, run_dir, profile, answer):
     return execution.finish_record(job, run_dir, profile, answer["status"], answer["error"], answer["elapsed"], extra=extra)
 
 
-def lost(job, profile, why, elapsed):
-    """The record of a job whose task Ray could not finish (its worker or node lost on every attempt)."""
-    from runner.run import execution
-
-    record = execution.failure_record(job, profile, "failed", why, duration_s=elapsed)
-    record["notebook"] = job.stem + ".ipynb"
-    return record
-
-
 def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, threads, say=print, clock=None,
              stop_name=lambda: "Ctrl-C", kinds=None):
     """Run `jobs` as Ray tasks on `cluster`, landing each one's outputs in `run_dir` as it finishes; returns their
@@ -497,20 +488,18 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
     task = ray.remote(on_node_function())
     nodes, pending, records, started = cluster.nodes(), {}, {}, time.time()
     clock = clock or (lambda: "{}:{:02d}".format(*divmod(int(time.time() - started), 60)))
-    entries = [(job, folder, kind) for kind, folder in (kinds or {None: run_dir}).items() for job in jobs]
+    entries = [(job, run_folder.round_folder(folder, job.round), kind)
+               for kind, folder in (kinds or {None: run_dir}).items() for job in jobs]
 
     def named(job, kind):
-        return "{}/{}".format(kind, job.stem) if kind else job.stem
-
-    def write(job, folder, record, status):
-        return results.write_result(str(run_folder.record_path(folder, job.stem)), record, status)
+        name = job.stem if job.round == 1 else "{}@round-{}".format(job.stem, job.round)
+        return "{}/{}".format(kind, name) if kind else name
 
     for job, folder, kind in entries:
         devices = tasks.get(job.task).devices(parameters_of(job)["overrides"])
         resources, why = demand(job, nodes, device, devices, kind)
         if resources is None:
-            records[folder, job.stem] = write(job, folder, execution.failure_record(job, profile, "unavailable", why),
-                                              "unavailable")
+            records[folder, job.stem] = execution.write_not_run(folder, job, profile, "unavailable", why)
             say("[{}/{} {}] {}: UNAVAILABLE; {}".format(len(records), len(entries), clock(), named(job, kind), why))
             continue
         spec = {"stem": named(job, kind), "task": job.task, "notebook": str(job.notebook.relative_to(catalog.REPO)),
@@ -529,9 +518,9 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
                     if not any(fits(resources, node) for node in nodes):
                         ray.cancel(reference, force=True)
                         pending.pop(reference)
-                        records[folder, job.stem] = write(job, folder, lost(
-                            job, profile, "node lost: no node left in the cluster can run it",
-                            round(time.time() - submitted, 3)), "failed")
+                        records[folder, job.stem] = execution.write_not_run(
+                            folder, job, profile, "failed", "node lost: no node left in the cluster can run it",
+                            notebook=job.stem + ".ipynb", duration_s=round(time.time() - submitted, 3))
                         say("[{}/{} {}] {}: FAILED; {}".format(len(records), len(entries), clock(), named(job, kind),
                                                               records[folder, job.stem]["error"]))
                 continue
@@ -543,7 +532,8 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
                         ray.exceptions.OwnerDiedError, ray.exceptions.RayTaskError) as error:
                     why = "node lost" if isinstance(error, ray.exceptions.NodeDiedError) else "Ray: {}".format(
                         results.first_line(str(error)))
-                    record = write(job, folder, lost(job, profile, why, round(time.time() - submitted, 3)), "failed")
+                    record = execution.write_not_run(folder, job, profile, "failed", why, notebook=job.stem + ".ipynb",
+                                                     duration_s=round(time.time() - submitted, 3))
                 records[folder, job.stem] = record
                 where = record.get("placement") or {}
                 outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]
@@ -558,8 +548,8 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
         for reference, (job, folder, kind, submitted, _) in pending.items():
             ray.cancel(reference, force=True)
             if named(job, kind) in running:
-                write(job, folder, execution.failure_record(job, profile, "interrupted", why.format(
-                    time.time() - submitted), notebook=job.stem + ".ipynb"), "interrupted")
+                execution.write_not_run(folder, job, profile, "interrupted", why.format(time.time() - submitted),
+                                        notebook=job.stem + ".ipynb")
         raise
     return records
 
