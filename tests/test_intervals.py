@@ -150,28 +150,6 @@ def test_equal_medians_pick_the_first_row():
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# round_orders
-
-def test_every_round_runs_every_job_once_round_zero_in_the_given_order():
-    jobs = ["job{}".format(i) for i in range(8)]
-    orders = intervals.round_orders(jobs, rounds=6, seed=0)
-    assert len(orders) == 6 and orders[0] == jobs
-    assert all(sorted(order) == sorted(jobs) for order in orders)
-    assert all(before != after for before, after in zip(orders, orders[1:]))
-
-
-def test_round_orders_are_reproducible_by_seed():
-    jobs = list(range(10))
-    assert intervals.round_orders(jobs, 5, seed=7) == intervals.round_orders(jobs, 5, seed=7)
-    assert intervals.round_orders(jobs, 5, seed=7) != intervals.round_orders(jobs, 5, seed=8)
-
-
-def test_two_jobs_alternate_and_one_job_repeats():
-    assert intervals.round_orders(["a", "b"], 4, seed=3) == [["a", "b"], ["b", "a"], ["a", "b"], ["b", "a"]]
-    assert intervals.round_orders(["a"], 3, seed=3) == [["a"], ["a"], ["a"]]
-
-
-# ---------------------------------------------------------------------------------------------------------------------
 # bad input
 
 @pytest.mark.parametrize("call", [
@@ -185,9 +163,6 @@ def test_two_jobs_alternate_and_one_job_repeats():
     lambda: intervals.compare([0.0, 1.0], [1.0]),
     lambda: intervals.indistinguishable_from_best({}),
     lambda: intervals.indistinguishable_from_best({"a": [1.0], "b": []}),
-    lambda: intervals.round_orders(["a", "a"], 2, seed=0),
-    lambda: intervals.round_orders(["a"], 0, seed=0),
-    lambda: intervals.round_orders(["a"], 1.5, seed=0),
 ])
 def test_bad_input_raises_value_error_with_a_one_line_message(call):
     with pytest.raises(ValueError) as raised:

@@ -1,5 +1,5 @@
 """Rounds' statistics: a row's median with an interval, two rows compared by the ratio of their medians with a verdict,
-the rows that cannot be told apart from the best, and the seeded order of the jobs in each round.
+and the rows that cannot be told apart from the best (the rounds' order is the run's: runner/run/batch.py).
 
 Pure functions on lists of float samples (one per round), NumPy only. Every resampling draws from a
 numpy.random.Generator seeded with SEED afresh per call, so the same samples give the same figures in any order of calls.
@@ -165,21 +165,3 @@ def indistinguishable_from_best(rows, lower_is_better=True):
             comparisons[name] = compare(rows[best], samples, lower_is_better)
     within_noise = tuple(name for name, c in comparisons.items() if c.verdict == "within noise")
     return BestRows(best, within_noise, comparisons)
-
-
-def round_orders(job_ids, rounds, seed):
-    """The order of the jobs in each round: round 0 in the given order, every later round a permutation drawn from
-    numpy.random.default_rng(seed) and redrawn while it equals the round before (when there are two jobs or more)."""
-    jobs = list(job_ids)
-    if len(set(jobs)) != len(jobs):
-        raise ValueError("job ids repeat: {}".format(jobs))
-    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
-        raise ValueError("rounds must be a whole number >= 1, got {!r}".format(rounds))
-    rng = np.random.default_rng(seed)
-    orders = [jobs]
-    for _ in range(1, rounds):
-        order = [jobs[i] for i in rng.permutation(len(jobs))]
-        while len(jobs) > 1 and order == orders[-1]:
-            order = [jobs[i] for i in rng.permutation(len(jobs))]
-        orders.append(order)
-    return orders

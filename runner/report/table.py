@@ -15,6 +15,7 @@ from typing import Callable, Optional
 
 from common import environment, flops, results, tasks, variants
 from runner import catalog, run_folder
+from runner.report import intervals
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Records in table order
@@ -27,9 +28,41 @@ def catalog_rank(framework, variant):
 
 def read_records(run_dir):
     """(records in table order, problems): a results folder's records as runner/run_folder.py reads them, with a
-    stand-in row for each unreadable one, and a line per unreadable file."""
+    stand-in row for each unreadable one, and a line per unreadable file; in a run of several rounds (--repeat), the
+    first round's records, each with the headline figure of every round it finished in (with_rounds)."""
     records, problems = run_folder.read_records(run_dir)
-    return order_records(records), problems
+    later = {}
+    for number, folder in run_folder.round_folders(run_dir).items():
+        if number > 1:
+            later[number], found = run_folder.read_records(folder)
+            problems += found
+    return order_records(with_rounds(records, later) if later else records), problems
+
+
+def row_identity(record):
+    """What names a row across rounds: its task, framework, variant, precision, compile mode and swept value."""
+    return (record["task"], record["framework"], record.get("variant"), record.get("precision") or "auto",
+            record.get("compile") or "default", tuple(sorted((record.get("sweep") or {}).items())))
+
+
+def headline_of(record):
+    """The task's headline figure of a finished record (common/tasks/: lower is better), None otherwise."""
+    if record.get("status") != "ok" or record.get("task") not in tasks.TASKS:
+        return None
+    return (record.get("metrics") or {}).get(tasks.get(record["task"]).headline[0])
+
+
+def with_rounds(records, later):
+    """The first round's records, each given 'rounds' (how many rounds the run had) and 'round_headlines' (its
+    headline figure in each round it finished in, in round order); `later`: {round number: that round's records}."""
+    by_round = {number: {row_identity(r): r for r in found} for number, found in later.items()}
+    rounds = 1 + len(later)
+    kept = []
+    for record in records:
+        figures = [headline_of(record)] + [headline_of(by_round[number].get(row_identity(record), {}))
+                                          for number in sorted(by_round)]
+        kept.append(dict(record, rounds=rounds, round_headlines=[f for f in figures if f is not None]))
+    return kept
 
 
 def load_records(run_dir):
@@ -122,6 +155,12 @@ class Facts:
     def steady_epochs(self, statistic):
         """A statistic of the epochs after the first, None where there are no such epochs (one epoch: all warm-up)."""
         return self.timing("epoch_s", statistic) if len(self.timings.get("epochs_s") or ()) > 1 else None
+
+    def over_rounds(self, part):
+        """A part ('median', 'low', 'high', 'n', 'method') of the row's headline over the rounds of a repeated run
+        (intervals.summary), None in a run of one round or where the row finished in no round."""
+        figures = self.record.get("round_headlines")
+        return getattr(intervals.summary(figures), part) if figures and self.record.get("rounds", 1) > 1 else None
 
     def sweep(self, part):
         """The swept hyperparameter's name (part 0) or value (part 1), None outside a sweep."""
@@ -222,6 +261,16 @@ FIELDS = (
     Field("latency_ms_p99", lambda f: _milliseconds(f.timing("batch_s", "p99"))),
     Field("device_peak_mb", lambda f: _megabytes(f.timings.get("device_peak_bytes"))),
     Field("device_peak_source", lambda f: f.timings.get("device_peak_source")),
+    Field("rounds", lambda f: f.record.get("rounds")),  # with --repeat: the run's rounds, and the row's figures
+    Field("headline_n", lambda f: f.over_rounds("n")),
+    Field("headline_median", lambda f: f.over_rounds("median")),
+    Field("headline_low", lambda f: f.over_rounds("low")),
+    Field("headline_high", lambda f: f.over_rounds("high")),
+    Field("headline_interval", lambda f: f.over_rounds("method")),
+    Field("vs_best"),  # the row's median over the task's best row's, its interval and verdict (judge_rounds)
+    Field("vs_best_low"),
+    Field("vs_best_high"),
+    Field("vs_best_verdict"),
 )
 
 
@@ -246,10 +295,41 @@ def samples_per_s(record):
     return task.epoch_samples(params) / median
 
 
+def judge_rounds(rows):
+    """Fill each repeated row's vs_best fields: its median over the best row's of its task (the lowest median among
+    the rows of the same sweep value), with the ratio's interval and the verdict, 'within noise' where the interval
+    holds 1 (runner/report/intervals.py). Rows are given their own copy of the samples they were judged on."""
+    groups = {}
+    for r in rows:
+        if r["headline_n"]:
+            groups.setdefault((r["task"], r["sweep_key"], repr(r["sweep_value"])), []).append(r)
+    for group in groups.values():
+        judged = intervals.indistinguishable_from_best({id(r): r["_samples"] for r in group})
+        for r in group:
+            comparison = judged.comparisons[id(r)]
+            r.update(vs_best=comparison.ratio, vs_best_low=comparison.low, vs_best_high=comparison.high,
+                     vs_best_verdict="best" if id(r) == judged.best else comparison.verdict)
+    return rows
+
+
+def row_with_samples(record):
+    """row() of a record, holding under '_samples' its headline figures over rounds, for judge_rounds."""
+    r = row(record)
+    r["_samples"] = record.get("round_headlines") if r["headline_n"] else None
+    return r
+
+
+def without_samples(rows):
+    """The rows without judge_rounds' working samples."""
+    for r in rows:
+        r.pop("_samples", None)
+    return rows
+
+
 def flat_rows(records, checks=None):
-    """The flat rows of a run (results.csv and results.json): row() of each record with its equivalence verdict and
-    accuracy flag."""
-    rows = [row(r) for r in records]
+    """The flat rows of a run (results.csv and results.json): row() of each record with its equivalence verdict,
+    accuracy flag and, over rounds, its comparison with its task's best row."""
+    rows = without_samples(judge_rounds([row_with_samples(r) for r in records]))
     for r in rows:
         r["same_as_pytorch"] = same_as_pytorch(r, checks) if checks else None
         r["accuracy_flag"] = accuracy_flag(r, [x for x in rows if x["task"] == r["task"]])
@@ -362,8 +442,24 @@ def data_parallel_text(r, checks):
 
 
 def headline_text(r, task):
-    """The task's headline figure of a row, with the task's decimals."""
+    """The task's headline figure of a row, with the task's decimals; over rounds, the median with its interval and n."""
+    if r.get("headline_n"):
+        if r["headline_interval"] == "single":
+            return "{} (n=1)".format(number(r["headline_median"], task.digits))
+        return "{} [{}–{}] n={}".format(number(r["headline_median"], task.digits), number(r["headline_low"], task.digits),
+                                        number(r["headline_high"], task.digits), r["headline_n"])
     return number(r[task.headline[0]], task.digits)
+
+
+def vs_best_text(r):
+    """A repeated row against its task's best: 'best', or the ratio with its interval and 'within noise' where the
+    rows cannot be told apart; '' outside repeated runs."""
+    if r.get("vs_best_verdict") is None:
+        return ""
+    if r["vs_best_verdict"] == "best":
+        return "best"
+    text = "{:.2f}× [{:.2f}–{:.2f}]".format(r["vs_best"], r["vs_best_low"], r["vs_best_high"])
+    return text + (" within noise" if r["vs_best_verdict"] == "within noise" else "")
 
 
 def merged_cell(r):
@@ -427,10 +523,20 @@ MERGED_NOTE = ("Each column is one results folder: its hardware and profile. Cel
                "flagged in the cell, so runs that differ are shown, not mixed silently.")
 
 
-def notes(checks=None):
-    """The notes that explain a run's tables, in order; a check's note only where it ran."""
+ROUNDS_NOTE = ("Rounds (--repeat N): every notebook ran once per round, each round in its own seeded order (run.json "
+               "keeps it), so that a slow spell of the machine falls on every row alike. A row's headline is its "
+               "median over the rounds it finished, with a 95% bootstrap interval of the median from 5 rounds on, the "
+               "min–max range below that, and n. 'vs best': the row's median over the best row's of its table, with "
+               "the ratio's interval; 'within noise' where that interval holds 1, so the two cannot be told apart "
+               "(docs/measurements.md).")
+
+
+def notes(checks=None, repeated=False):
+    """The notes that explain a run's tables, in order; a check's note only where it ran, the rounds' where the run
+    had several."""
     checked_tasks = {task for task, _ in checks or {}}
-    return [TIMING_NOTE, ACCURACY_NOTE, FLOPS_NOTE, MEMORY_NOTE, PRECISION_NOTE, HOST_TO_DEVICE_NOTE] + (
+    return [TIMING_NOTE] + ([ROUNDS_NOTE] if repeated else []) + [
+        ACCURACY_NOTE, FLOPS_NOTE, MEMORY_NOTE, PRECISION_NOTE, HOST_TO_DEVICE_NOTE] + (
         [EQUIVALENCE_NOTE] if checked_tasks - {run_folder.DATA_PARALLEL_TASK} else []) + (
         [DATA_PARALLEL_NOTE] if run_folder.DATA_PARALLEL_TASK in checked_tasks else [])
 
@@ -539,6 +645,7 @@ COLUMNS = (
            applies=_headline_is("train_s"), headline=True),
     Column("s_per_1000_images", "s / 1000 images (median)", lambda r, c: headline_text(r, c.task), numeric=True,
            applies=_headline_is("s_per_1000_images"), headline=True),
+    Column("vs_best", "vs best (interval)", lambda r, c: vs_best_text(r), numeric=True, needs_values=True),
     Column("first_epoch_s", "First epoch (s)", lambda r, c: number(r["first_epoch_s"]), numeric=True, applies=_trains),
     Column("epoch_s_median", "Epoch (s, median)", lambda r, c: number(r["epoch_s_median"]), numeric=True,
            applies=_trains),
@@ -618,11 +725,11 @@ def task_table(task, rows, checks=None):
 def build(records, checks=None):
     """The tables of a run's records (in load_records order); `checks` ({(task, label): result} from
     runner.run_folder.load_checks) adds the 'Same as PyTorch' column."""
-    rows = [row(r) for r in records]
+    rows = without_samples(judge_rounds([row_with_samples(r) for r in records]))
     tables = [task_table(task, [r for r in rows if r["task"] == key], checks)
               for key, task in tasks.TASKS.items() if any(r["task"] == key for r in rows)]
     return Results(sorted({r["profile"] for r in rows}), sorted({r["hardware"] for r in rows if r["hardware"]}),
-                   notes(checks), tables)
+                   notes(checks, repeated=any(r["headline_n"] for r in rows)), tables)
 
 
 def base_label(r):

@@ -1,0 +1,88 @@
+"""Rounds (--repeat N): every job once per round in the round's recorded order, a resumed run finishing the missing
+rounds only, and the table's medians, intervals and 'within noise' marks over rounds (on synthetic samples)."""
+
+import csv
+import json
+import re
+from types import SimpleNamespace
+
+import numpy as np
+
+from runner import cli, run_folder
+from runner.report import table
+from runner.run import batch
+
+
+def test_one_round_keeps_the_catalog_order_and_rounds_are_seeded_permutations():
+    jobs = [SimpleNamespace(stem="job{}".format(number)) for number in range(6)]
+    stems = [job.stem for job in jobs]
+    assert batch.round_orders(jobs, 1, seed=0) == [stems]
+    orders = batch.round_orders(jobs, 4, seed=0)
+    assert len(orders) == 4 and all(sorted(order) == sorted(stems) for order in orders)
+    assert len({tuple(order) for order in orders}) > 1  # not one order four times
+    assert orders == batch.round_orders(jobs, 4, seed=0) and orders != batch.round_orders(jobs, 4, seed=1)
+
+
+def started_order(out):
+    """(stem, round) of every notebook the progress lines say was started, in order."""
+    found = re.findall(r"\] (\S+?)(?: \(round (\d+)\))? on kernel", out)
+    return [(stem, int(number or 1)) for stem, number in found]
+
+
+def test_each_round_runs_every_job_once_in_its_recorded_order_and_resume_finishes_missing_rounds(
+        fixture_catalog, tmp_path, capsys):
+    assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--sweep", "epochs=1,2,3", "--repeat", "3",
+                     "--data", "synthetic", "--results", str(tmp_path), "-q"]) == 0
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    orders = json.loads((run_dir / run_folder.RUN_FILE).read_text())["round_orders"]
+    assert len(orders) == 3 and all(sorted(order) == ["OK_CNN-epochs-1", "OK_CNN-epochs-2", "OK_CNN-epochs-3"]
+                                    for order in orders)
+    ran = started_order(capsys.readouterr().out)
+    assert ran == [(stem, number) for number, order in enumerate(orders, 1) for stem in order]
+    for number, folder in run_folder.round_folders(run_dir).items():
+        for stem in orders[0]:
+            record = json.loads(run_folder.record_path(folder, stem).read_text())
+            assert record["round"] == number and record["status"] == "ok"
+    rows = list(csv.DictReader(open(str(run_dir / "results.csv"))))
+    assert [row["headline_n"] for row in rows] == ["3", "3", "3"] and {row["headline_interval"] for row in rows} == {"min–max"}
+    assert re.search(r"\| 1\.\d \[1\.\d–1\.\d\] n=3 \|", (run_dir / "results.md").read_text())
+
+    run_folder.record_path(run_folder.round_folder(run_dir, 2), "OK_CNN-epochs-2").unlink()
+    assert cli.main(["run", "--resume", str(run_dir), "--no-setup", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "1 of its 9 notebooks in 3 rounds to run" in out and started_order(out) == [("OK_CNN-epochs-2", 2)]
+    assert run_folder.finished(run_folder.round_folder(run_dir, 2), "OK_CNN-epochs-2")
+
+
+def repeated(framework, figures):
+    """A finished record of a repeated CNN run with its training time in each round."""
+    return {"framework": framework, "task": "cnn", "profile": "quick", "status": "ok", "metrics": {"train_s": figures[0]},
+            "rounds": len(figures), "round_headlines": list(figures)}
+
+
+def test_rows_are_medians_with_intervals_and_those_the_noise_cannot_tell_from_the_best_say_so():
+    noise = np.random.default_rng(0)
+    fast = list(10.0 * (1 + 0.02 * noise.standard_normal(7)))
+    same = [value * 1.001 for value in reversed(fast)]  # the same spread, a 0.1% shift
+    slow = list(11.0 * (1 + 0.02 * noise.standard_normal(7)))
+    rows = {r["framework"]: r for r in table.flat_rows([repeated("PyTorch", fast), repeated("JAX", same),
+                                                        repeated("MXNet", slow)])}
+    best = min(("PyTorch", "JAX"), key=lambda name: rows[name]["headline_median"])
+    other = "JAX" if best == "PyTorch" else "PyTorch"
+    assert rows[best]["vs_best_verdict"] == "best" and rows[other]["vs_best_verdict"] == "within noise"
+    assert rows["MXNet"]["vs_best_verdict"] == "slower" and 1.05 < rows["MXNet"]["vs_best_low"] < rows["MXNet"]["vs_best"]
+    assert all(r["headline_interval"] == "bootstrap" and r["headline_low"] <= r["headline_median"] <= r["headline_high"]
+               for r in rows.values())
+    (cnn,) = table.build([repeated("PyTorch", fast), repeated("MXNet", slow)]).tables
+    cells = dict(zip([column.key for column in cnn.columns], cnn.rows[1].cells))
+    assert re.fullmatch(r"1\d\.\d \[1\d\.\d–1\d\.\d\] n=7", cells["train_s"]) and cells["vs_best"].endswith("]")
+    assert any(note.startswith("Rounds (--repeat N)") for note in table.build([repeated("PyTorch", fast)]).notes)
+
+
+def test_a_run_of_one_round_has_no_interval_columns():
+    record = dict(repeated("PyTorch", [10.0]))
+    del record["rounds"], record["round_headlines"]
+    (cnn,) = table.build([record]).tables
+    assert "vs_best" not in [column.key for column in cnn.columns] and cnn.rows[0].cells[
+        [column.key for column in cnn.columns].index("train_s")] == "10.0"
+    assert not any(note.startswith("Rounds") for note in table.build([record]).notes)
