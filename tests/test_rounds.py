@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from common import environment, results, timing
 from runner import cli, run_folder
 from runner.report import table
 from runner.run import batch
@@ -86,3 +87,38 @@ def test_a_run_of_one_round_has_no_interval_columns():
     assert "vs_best" not in [column.key for column in cnn.columns] and cnn.rows[0].cells[
         [column.key for column in cnn.columns].index("train_s")] == "10.0"
     assert not any(note.startswith("Rounds") for note in table.build([record]).notes)
+
+
+def timed_record(framework, epochs):
+    """A finished CNN record of one round with these epoch times."""
+    record = results.new_record(framework, "cnn", "quick")
+    record.update(device="cpu", data={"source": "synthetic", "description": "x"},
+                  environment=environment.facts(framework, "1.0", "cpu", threads=2))
+    record["timings"] = timing.training_timings(epochs)
+    record["metrics"] = {"train_s": sum(epochs), "accuracy": 0.5}
+    return results.write_result("", record)
+
+
+def write_run(folder, records):
+    folder.mkdir()
+    for number, record in enumerate(records):
+        results.write_result(str(folder / "{}.result.json".format(number)), record, record["status"])
+    return folder
+
+
+def test_report_of_two_runs_gives_each_row_s_ratio_with_its_interval_and_verdict(tmp_path, capsys):
+    noise = np.random.default_rng(1)
+
+    def epochs(seconds):
+        return list(seconds * (1 + 0.02 * noise.standard_normal(8)))
+
+    before = write_run(tmp_path / "before", [timed_record("PyTorch", epochs(4.0)), timed_record("JAX", epochs(3.0)),
+                                             timed_record("MXNet", epochs(5.0))])
+    after = write_run(tmp_path / "after", [timed_record("PyTorch", epochs(4.4)), timed_record("JAX", epochs(3.0)),
+                                           results.failure_record("MXNet", "cnn", "quick", "failed", "planted")])
+    assert cli.main(["report", str(before), str(after), "--out", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / "comparison.md").read_text()
+    assert text in capsys.readouterr().out
+    lines = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert re.search(r"\| 1\.[01]\d\d \[1\.0\d+–1\.1\d+\] \| slower \| 7 epochs, 7 epochs \|", lines["PyTorch"])
+    assert "| within noise |" in lines["JAX"] and "not compared: not finished in both runs" in lines["MXNet"]

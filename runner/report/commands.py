@@ -5,11 +5,12 @@ import datetime
 import sys
 
 from runner import catalog, run_folder
-from runner.report import html_pages, plots, rosetta_pages, run_report
+from runner.report import html_pages, plots, rosetta_pages, run_report, table
 
 
 def report(args):
-    """Rebuild one results folder's report, or merge several folders' results into one table; exit 1 if a record
+    """Rebuild one results folder's report, or merge several folders' results into one table (and, of two, compare
+    each row of the second with the first: comparison.md); exit 1 if a record
     could not be read (it is named on stderr and in the table, the rest is reported)."""
     if len(args.run_dirs) == 1:
         print(run_report.write_report(args.run_dirs[0]))
@@ -23,6 +24,14 @@ def report(args):
         (out / "merged.html").write_text(html_pages.merged_page(args.run_dirs))
         print(text)
         print("merged table: {} and {}".format(out / "merged.md", out / "merged.html"))
+        if len(args.run_dirs) == 2:  # before and after: each row's ratio with its interval and verdict
+            lines = ["## {} (B) against {} (A)".format(args.run_dirs[1].name, args.run_dirs[0].name)]
+            for task_table in table.compared(*args.run_dirs):
+                lines += ["", "### " + task_table.title, ""] + table.markdown_lines(task_table) + [
+                    ""] + task_table.notes
+            (out / "comparison.md").write_text("\n".join(lines) + "\n")
+            print("\n".join(lines))
+            print("comparison: {}".format(out / "comparison.md"))
     return warn_unreadable(problem for run_dir in args.run_dirs for problem in run_folder.read_records(run_dir)[1])
 
 

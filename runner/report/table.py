@@ -868,6 +868,60 @@ def merged(run_dirs):
     return tables
 
 
+def comparison_samples(record):
+    """(samples, what they are) that stand for a finished record's headline when two runs are compared: its headline
+    in each round of a repeated run; in a run of one round, the timed epochs after the first (all, for one epoch) of a
+    trained task, the timed passes' seconds per 1000 images of inference. (None, None) where there are none."""
+    if record.get("status") != "ok":
+        return None, None
+    if record.get("rounds", 1) > 1 and record.get("round_headlines"):
+        return record["round_headlines"], "rounds"
+    timings = record.get("timings") or {}
+    if tasks.get(record["task"]).trains:
+        epochs = timings.get("epochs_s") or []
+        return (epochs[1:] or epochs) or None, "epochs"
+    passes, images = timings.get("passes_s"), timings.get("images_per_pass")
+    return ([1000.0 * s / images for s in passes] if passes and images else None), "passes"
+
+
+COMPARISON_NOTE = ("Each row: B's headline over A's, the ratio of the medians of the samples that stand for it (the "
+                   "rounds of a repeated run, else the epochs after the first or the inference passes) with a 95% "
+                   "interval (bootstrap from 5 samples a side, min–max ranges below that), and a verdict: faster or "
+                   "slower where the interval excludes 1, within noise where it holds it (runner/report/intervals.py).")
+
+
+def compared(run_a, run_b):
+    """Per task, the rows of run B against the same rows of run A: both headlines, the ratio B/A with its interval and
+    the verdict (faster, slower, within noise); a row that is in one run only, or unfinished, says so."""
+    heading = ("Framework", "A", "B", "B / A", "Verdict", "Samples (A, B)")
+    found = {}
+    for side, run_dir in enumerate((run_a, run_b)):
+        for record in load_records(run_dir):
+            r = row(record)
+            found.setdefault(r["task"], {}).setdefault(label(r), [None, None])[side] = (record, r)
+    tables = []
+    for key, task in tasks.TASKS.items():
+        if key not in found:
+            continue
+        rows = []
+        for name, sides in sorted(found[key].items(), key=lambda item: catalog_rank(
+                *[(pair[1]["framework"], pair[1]["variant"]) for pair in item[1] if pair][0])):
+            cells = [name] + [merged_cell(pair[1]) if pair else "not run" for pair in sides]
+            samples = [comparison_samples(pair[0]) if pair else (None, None) for pair in sides]
+            if all(values for values, _ in samples):
+                comparison = intervals.compare(samples[0][0], samples[1][0])
+                cells += ["{:.3f} [{:.3f}–{:.3f}]".format(comparison.ratio, comparison.low, comparison.high),
+                          comparison.verdict, "{} {}, {} {}".format(len(samples[0][0]), samples[0][1],
+                                                                    len(samples[1][0]), samples[1][1])]
+            else:
+                cells += ["", "not compared: not finished in both runs", ""]
+            rows.append(Row(cells))
+        columns = [Column("framework", heading[0])] + [Column("run", text, numeric=index in (1, 2, 3))
+                                                       for index, text in enumerate(heading[1:], 1)]
+        tables.append(Table(task.title, columns, rows, [COMPARISON_NOTE], task))
+    return tables
+
+
 def markdown_lines(table):
     """A table as Markdown lines: heading row, alignment row, one line per row ('|' in a text made '/')."""
 
