@@ -11,7 +11,7 @@ import numpy as np
 from common import environment, results, timing
 from runner import cli, run_folder
 from runner.report import table
-from runner.run import batch
+from runner.run import batch, machine_probe
 
 
 def test_one_round_keeps_the_catalog_order_and_rounds_are_seeded_permutations():
@@ -122,3 +122,30 @@ def test_report_of_two_runs_gives_each_row_s_ratio_with_its_interval_and_verdict
     lines = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
     assert re.search(r"\| 1\.[01]\d\d \[1\.0\d+–1\.1\d+\] \| slower \| 7 epochs, 7 epochs \|", lines["PyTorch"])
     assert "| within noise |" in lines["JAX"] and "not compared: not finished in both runs" in lines["MXNet"]
+
+
+def test_a_planted_slow_down_of_the_machine_probe_during_one_notebook_flags_that_row_only(
+        fixture_catalog, tmp_path, monkeypatch):
+    calls = []
+
+    def probe():  # before and after each of three notebooks, in catalog order: calls 3 and 4 are the second's
+        calls.append(len(calls) + 1)
+        slower = 1.3 if calls[-1] in (3, 4) else 1.0
+        return {"python_s": 0.020 * slower, "numpy_s": 0.025, "at": 0.0}
+
+    monkeypatch.setattr(machine_probe, "speed", probe)
+    assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--sweep", "epochs=1,2,3", "--data", "synthetic",
+                     "--results", str(tmp_path), "-q"]) == 0
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(calls) == 6
+    rows = {row["sweep_value"]: row for row in csv.DictReader(open(str(run_dir / "results.csv")))}
+    assert abs(float(rows["2"]["machine_slowdown"]) - 0.3) < 1e-6
+    assert float(rows["1"]["machine_slowdown"]) == float(rows["3"]["machine_slowdown"]) == 0.0
+    text = (run_dir / "results.md").read_text()
+    assert text.count("machine 30% slower during this row") == 1 and "OK · epochs=2: machine 30% slower" in text
+    assert "6 probes, the loop 20.0 to 26.0 ms" in text
+
+
+def test_the_machine_probe_gives_the_best_times_of_its_fixed_work():
+    probe = machine_probe.speed()
+    assert set(probe) == {"python_s", "numpy_s", "at"} and probe["python_s"] > 0 and probe["numpy_s"] > 0

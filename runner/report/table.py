@@ -271,6 +271,7 @@ FIELDS = (
     Field("vs_best_low"),
     Field("vs_best_high"),
     Field("vs_best_verdict"),
+    Field("machine_slowdown"),  # how much slower the machine probe ran around this row than at its run's fastest
 )
 
 
@@ -312,24 +313,61 @@ def judge_rounds(rows):
     return rows
 
 
+MACHINE_NOISE = 0.10  # a row whose machine probe ran this much slower than the run's fastest probe is flagged
+
+
+def judge_machine(rows):
+    """Fill each row's machine_slowdown: how much slower the machine probe (runner/run/machine_probe.py), taken before
+    and after its notebook, ran than the fastest probe of the same machine in the run, the worse of the two."""
+    fastest = {}
+    for r in rows:
+        for probe in (r["_probe"] or {}).values():
+            if probe:
+                best = fastest.setdefault(r["hardware"], dict(probe))
+                for key in ("python_s", "numpy_s"):
+                    best[key] = min(best[key], probe[key])
+    for r in rows:
+        probes = [probe for probe in (r["_probe"] or {}).values() if probe]
+        if probes:
+            r["machine_slowdown"] = max(probe[key] / fastest[r["hardware"]][key] - 1.0
+                                        for probe in probes for key in ("python_s", "numpy_s"))
+    return rows
+
+
+def machine_note(records):
+    """The machine probe's spread over a run (the fastest and slowest of each timing), None where no row has one."""
+    probes = [probe for record in records for probe in (record.get("machine_probe") or {}).values() if probe]
+    if not probes:
+        return None
+    python, numpy = [[probe[key] * 1000 for probe in probes] for key in ("python_s", "numpy_s")]
+    return ("Machine probe (a fixed pure-Python loop and NumPy products on one core, before and after every notebook): "
+            "{} probes, the loop {:.1f} to {:.1f} ms, the products {:.1f} to {:.1f} ms; a row during which it ran more "
+            "than {:.0f}% slower than the run's fastest probe is named under its table.".format(
+                len(probes), min(python), max(python), min(numpy), max(numpy), 100 * MACHINE_NOISE))
+
+
 def row_with_samples(record):
-    """row() of a record, holding under '_samples' its headline figures over rounds, for judge_rounds."""
+    """row() of a record, holding under '_samples' its headline figures over rounds (judge_rounds) and under
+    '_probe' its machine probes (judge_machine)."""
     r = row(record)
     r["_samples"] = record.get("round_headlines") if r["headline_n"] else None
+    r["_probe"] = record.get("machine_probe")
     return r
 
 
-def without_samples(rows):
-    """The rows without judge_rounds' working samples."""
+def judged_rows(records):
+    """The flat rows of records with the judgements made over the whole run: rounds against the best, the machine."""
+    rows = judge_machine(judge_rounds([row_with_samples(r) for r in records]))
     for r in rows:
         r.pop("_samples", None)
+        r.pop("_probe", None)
     return rows
 
 
 def flat_rows(records, checks=None):
     """The flat rows of a run (results.csv and results.json): row() of each record with its equivalence verdict,
     accuracy flag and, over rounds, its comparison with its task's best row."""
-    rows = without_samples(judge_rounds([row_with_samples(r) for r in records]))
+    rows = judged_rows(records)
     for r in rows:
         r["same_as_pytorch"] = same_as_pytorch(r, checks) if checks else None
         r["accuracy_flag"] = accuracy_flag(r, [x for x in rows if x["task"] == r["task"]])
@@ -542,9 +580,13 @@ def notes(checks=None, repeated=False):
 
 
 def row_notes(rows):
-    """Lines naming what a row's cells cannot hold: why a GPU went unused, which interpreter was adopted."""
+    """Lines naming what a row's cells cannot hold: why a GPU went unused, which interpreter was adopted, that the
+    machine was slower while it ran."""
     lines = []
     for r in rows:
+        if (r.get("machine_slowdown") or 0) > MACHINE_NOISE:
+            lines.append("{}: machine {:.0f}% slower during this row (its probe before or after the notebook, against "
+                         "the run's fastest).".format(label(r), 100 * r["machine_slowdown"]))
         if r["gpu_unused"]:
             lines.append("{}: {}.".format(label(r), r["gpu_unused"]))
         if (r["build"] or "").startswith("adopted"):
@@ -725,11 +767,12 @@ def task_table(task, rows, checks=None):
 def build(records, checks=None):
     """The tables of a run's records (in load_records order); `checks` ({(task, label): result} from
     runner.run_folder.load_checks) adds the 'Same as PyTorch' column."""
-    rows = without_samples(judge_rounds([row_with_samples(r) for r in records]))
+    rows = judged_rows(records)
     tables = [task_table(task, [r for r in rows if r["task"] == key], checks)
               for key, task in tasks.TASKS.items() if any(r["task"] == key for r in rows)]
+    machine = machine_note(records)
     return Results(sorted({r["profile"] for r in rows}), sorted({r["hardware"] for r in rows if r["hardware"]}),
-                   notes(checks, repeated=any(r["headline_n"] for r in rows)), tables)
+                   notes(checks, repeated=any(r["headline_n"] for r in rows)) + ([machine] if machine else []), tables)
 
 
 def base_label(r):

@@ -218,7 +218,7 @@ def execute(settings, stopped_by):
     writing a record each, and the rows of absent frameworks and of tasks a framework lacks. An Executed, or the exit
     status where the run stops before its report (bad setup, data or cluster; a full disk). A signal (`stopped_by()`
     names it) marks the running notebooks interrupted and ends the stage."""
-    from runner.run import execution, executors
+    from runner.run import execution, executors, machine_probe
 
     machine = compatibility.detect()
     print("[gpu] " + machine.describe())
@@ -291,7 +291,8 @@ def execute(settings, stopped_by):
             run_on_ray(settings, runnable, run_dir, parameters_of, machine, stop_name, kind_runs, orders)
         else:
             executor = executors.Sequential(settings.profile, parameters_of, settings.timeout,
-                                            show_output=not settings.quiet, started=started, stop_name=stop_name)
+                                            show_output=not settings.quiet, started=started, stop_name=stop_name,
+                                            watch=machine_probe.speed)
             executor.run(runnable, run_dir)
         write_rows_not_run(settings, run_dir)
     except RayError as error:

@@ -239,15 +239,19 @@ def notebook_parameters(job, profile, parameters, record_path):
     return params
 
 
-def run_job(job, run_dir, profile, parameters, timeout, show_output=True):
-    """Run one catalog job into `run_dir`; return its result record (the notebook's own, or a failure record)."""
+def run_job(job, run_dir, profile, parameters, timeout, show_output=True, watch=None):
+    """Run one catalog job into `run_dir`; return its result record (the notebook's own, or a failure record).
+    `watch`: the machine probe (runner/run/machine_probe.py speed) taken before and after, kept in the record."""
     output = run_dir / (job.stem + ".ipynb")
     record_path = run_folder.record_path(run_dir, job.stem)
+    before = watch() if watch else None
     started = time.time()
     status, error = run_notebook(job.notebook, output, job.environment.kernel_name,
                                  notebook_parameters(job, profile, parameters, record_path), run_dir, timeout,
                                  show_output)
-    return finish_record(job, run_dir, profile, status, error, round(time.time() - started, 3))
+    elapsed = round(time.time() - started, 3)
+    extra = {"machine_probe": {"before": before, "after": watch()}} if watch else None
+    return finish_record(job, run_dir, profile, status, error, elapsed, extra=extra)
 
 
 def finish_record(job, run_dir, profile, status, error, elapsed, extra=None):

@@ -24,8 +24,10 @@ def named(job):
 class Sequential:
     """Each job on its kernel on this machine, one after another, in the order given."""
 
-    def __init__(self, profile, parameters_of, timeout, show_output=True, started=None, stop_name=lambda: "Ctrl-C"):
+    def __init__(self, profile, parameters_of, timeout, show_output=True, started=None, stop_name=lambda: "Ctrl-C",
+                 watch=None):
         self.profile, self.parameters_of, self.timeout, self.show_output = profile, parameters_of, timeout, show_output
+        self.watch = watch  # the machine probe taken before and after each notebook (runner/run/machine_probe.py)
         self.started = started or time.time()
         self.stop_name = stop_name
         self.running = None  # the job running now, for the run's message if a write fails
@@ -42,7 +44,8 @@ class Sequential:
                 sys.stdout.flush()
                 self.running, started = job, time.time()
                 record = execution.run_job(job, run_folder.round_folder(run_dir, job.round), self.profile,
-                                           self.parameters_of(job), self.timeout, show_output=self.show_output)
+                                           self.parameters_of(job), self.timeout, show_output=self.show_output,
+                                           watch=self.watch)
                 self.running = None
                 records.append(record)
                 outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]

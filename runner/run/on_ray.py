@@ -409,7 +409,7 @@ def run_on_node(spec, placements):
     text and where it ran. A notebook's failure is an answer, not an exception (Ray retries only lost workers)."""
     import ray
 
-    from runner.run import execution
+    from runner.run import execution, machine_probe
 
     node = ray.get_runtime_context().get_node_id()
     stem = spec["stem"]  # the job's name in the run ('<GPU kind>/<file stem>' with --each-gpu-kind)
@@ -431,9 +431,12 @@ def run_on_node(spec, placements):
         if parameters.get("data_source") == "real" and dataset is not None:  # this node's copy, fetched once
             from common import datasets
             datasets.download(datasets.REMOTE_FILES[dataset])
+        before = machine_probe.speed()
         status, error = execution.run_notebook(catalog.REPO / spec["notebook"], output, spec["kernel"], parameters,
                                                work, spec["timeout"], show_output=False)
-        return {"status": status, "error": error, "elapsed": round(time.time() - started, 3), "ceiling": node_ceiling,
+        elapsed = round(time.time() - started, 3)
+        return {"status": status, "error": error, "elapsed": elapsed, "ceiling": node_ceiling,
+                "machine_probe": {"before": before, "after": machine_probe.speed()},
                 "notebook": output.read_bytes() if output.exists() else None,
                 "record": record_path.read_text() if record_path.exists() else None,
                 "placement": {"host": socket.gethostname(), "node_ip": this.get("NodeManagerAddress"),
@@ -462,7 +465,7 @@ def land(job, run_dir, profile, answer):
         write_whole(record_path, answer["record"])
     elif record_path.exists():
         record_path.unlink()  # an earlier attempt's (a resumed run's failed row): this attempt left none
-    extra = {"placement": answer["placement"]}
+    extra = {"placement": answer["placement"], "machine_probe": answer.get("machine_probe")}
     if answer.get("ceiling"):  # the node's own (run_folder.ceiling_for prefers it to the run folder's)
         extra["node_ceiling"] = answer["ceiling"]
     return execution.finish_record(job, run_dir, profile, answer["status"], answer["error"], answer["elapsed"], extra=extra)
