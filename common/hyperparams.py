@@ -14,7 +14,7 @@ import math
 # only how much data is used, never the model or the optimiser; sample counts of None mean "the whole split".
 PROFILE_NOTES = {
     "full": "the benchmark as defined (10/3 epochs, whole datasets, 40 batches x 5 repeats)",
-    "quick": "under a minute per notebook on a 2-core CPU: 3 epochs of small subsets, 3 passes of one batch",
+    "quick": "under a minute per notebook on a 2-core CPU: 3 epochs of small subsets, inference on one batch for 3 s",
     "smoke": "seconds per notebook: a handful of batches, for tests",
 }
 PROFILES = tuple(PROFILE_NOTES)
@@ -72,6 +72,7 @@ RULES = {
     "train_samples": _count(optional=True), "test_samples": _count(optional=True),
     "image_size": _count(96, why="ResNet-50's last stage must still fit a 3x3 kernel in every framework"),
     "lr": Rule("number", 0.0), "eps": Rule("number", 0.0, why="added to a denominator"),
+    "min_timed_s": Rule("number", 0.0, why="seconds of timed passes at the least (common.timing.enough_passes)"),
     "momentum": _PROBABILITY, "beta1": _PROBABILITY, "beta2": _PROBABILITY,
 }
 

@@ -126,9 +126,21 @@ def training_throughput(pass_seconds, images_per_pass, warmup_s):
     return inference_timings(pass_seconds, images_per_pass, warmup_s)
 
 
+MAX_PASSES = 100  # timed passes never go beyond this many, however short each is
+
+
+def enough_passes(pass_seconds, params):
+    """True once timed passes (`pass_seconds`, each pass's seconds) are enough for a figure: at least params["repeats"]
+    of them and at least params["min_timed_s"] seconds of timed work in all, as timeit's autorange sizes a measurement by
+    time (so no figure rests on a few short passes); or MAX_PASSES of them."""
+    if len(pass_seconds) >= MAX_PASSES:
+        return True
+    return len(pass_seconds) >= params["repeats"] and sum(pass_seconds) >= params.get("min_timed_s", 0.0)
+
+
 def time_inference(extract, batches, images_per_pass, params, sync=None, say=print):
     """Time `extract` (one batch in, its output out) the way every inference notebook does: a warm-up over the
-    first params["warmup_batches"] batches (compilation, autotuning, caches), then params["repeats"] timed passes
+    first params["warmup_batches"] batches (compilation, autotuning, caches), then timed passes until enough_passes
     over all `batches`, each batch timed too, the device synchronised (`sync`) before every clock read; a line per
     pass through `say`. Returns (inference_timings of the passes, the last batch's output)."""
     output = None
@@ -136,14 +148,14 @@ def time_inference(extract, batches, images_per_pass, params, sync=None, say=pri
         for batch in batches[:params["warmup_batches"]]:
             output = extract(batch)
     pass_seconds, batch_seconds = [], []
-    for repeat in range(params["repeats"]):
+    while not enough_passes(pass_seconds, params):
         with Timer(sync) as timer:
             for batch in batches:
                 with Timer(sync) as batch_timer:
                     output = extract(batch)
                 batch_seconds.append(batch_timer.elapsed)
         pass_seconds.append(timer.elapsed)
-        say("pass {}/{}: {:.2f} s for {} images".format(repeat + 1, params["repeats"], timer.elapsed, images_per_pass))
+        say("pass {}: {:.2f} s for {} images".format(len(pass_seconds), timer.elapsed, images_per_pass))
     return inference_timings(pass_seconds, images_per_pass, warmup.elapsed, batch_seconds=batch_seconds), output
 
 

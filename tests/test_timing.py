@@ -102,8 +102,26 @@ def test_time_inference_warms_up_then_times_every_pass_and_batch_with_the_device
     assert timings["warmup_s"] == 2.5 and timings["passes_s"] == [6.5, 6.5]
     assert timings["batch_s"]["n"] == 6 and timings["batch_s"]["median"] == 1.5
     assert timings["s_per_1000_images"]["median"] == pytest.approx(1000 * 6.5 / 96)
-    assert said == ["pass 1/2: 6.50 s for 96 images", "pass 2/2: 6.50 s for 96 images"]
+    assert said == ["pass 1: 6.50 s for 96 images", "pass 2: 6.50 s for 96 images"]
     assert device.events[:4] == ["sync", "batch 1", "batch 2", "sync"]  # the warm-up's clock stops after a sync
+
+
+def test_passes_go_on_until_there_are_enough_of_them_and_enough_timed_seconds(monkeypatch):
+    params = {"repeats": 3, "min_timed_s": 2.0}
+    assert not timing.enough_passes([1.0, 1.0], params)  # 2 s, but 2 passes
+    assert not timing.enough_passes([0.5, 0.5, 0.5], params)  # 3 passes, but 1.5 s
+    assert timing.enough_passes([0.5, 0.5, 0.5, 0.5], params)
+    assert timing.enough_passes([0.001] * timing.MAX_PASSES, params)  # however short, never more than MAX_PASSES
+    assert timing.enough_passes([1.0, 1.0, 1.0], {"repeats": 3})  # no min_timed_s: the count alone
+    device = FakeDevice(busy=0.0)
+    monkeypatch.setattr(timing.time, "perf_counter", device.clock)
+
+    def extract(batch):
+        device.now += 0.25
+
+    timings, _ = timing.time_inference(extract, [1], images_per_pass=1,
+                                       params={"warmup_batches": 0, "repeats": 2, "min_timed_s": 1.0}, say=list)
+    assert timings["passes_s"] == [0.25] * 4  # four quarter-second passes make the second
 
 
 def test_training_throughput_summarises_passes_of_steps_without_batch_latency():

@@ -44,7 +44,8 @@ TASK = Inference(
     hyperparameters={
         "batch_size": 32,
         "batches": 40,
-        "repeats": 5,
+        "repeats": 5,  # timed passes at the least, and at least min_timed_s seconds of them (timing.enough_passes)
+        "min_timed_s": 10.0,
         "warmup_batches": 1,
         "image_size": 224,
         "features": 2048,
@@ -52,8 +53,8 @@ TASK = Inference(
     },
     # smoke: 96, the smallest size at which ResNet-50's last stage (1/32 of it) still fits a 3x3 kernel, which CNTK
     # requires; frameworks that pad past the input's edge would accept 64
-    profiles={"quick": {"batches": 1, "repeats": 3},
-              "smoke": {"batch_size": 2, "batches": 2, "repeats": 2, "image_size": 96}},
+    profiles={"quick": {"batches": 1, "repeats": 5, "min_timed_s": 3.0},
+              "smoke": {"batch_size": 2, "batches": 2, "repeats": 2, "min_timed_s": 0.0, "image_size": 96}},
     rules={"batches": Rule("integer", low=1), "warmup_batches": Rule("integer", low=0),
            "features": Rule("choice", choices=(2048,), why="ResNet-50's global average pool"),
            "weights": Rule("choice", choices=("auto", "imagenet", "random"))},
@@ -64,5 +65,5 @@ TASK = Inference(
     # shared ones replace. Compared: the features of the first batch at the shared (v1.5) weights, relative to the
     # largest, and the weights coming back unchanged; a zoo's v1 model (the registry's `resnet50`) against v1 computed
     # in PyTorch (runner/checks/resnet50_v1.py). A framework that cannot compute it is not run.
-    same_weights=SameWeights({"repeats": 1, "weights": "random"}, outputs="resnet50 features", steps=False,
+    same_weights=SameWeights({"repeats": 1, "min_timed_s": 0.0, "weights": "random"}, outputs="resnet50 features", steps=False,
                              checks_not_equivalent=False))
