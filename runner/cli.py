@@ -119,6 +119,8 @@ def build_parser():
     run.add_argument("--no-equivalence", action="store_true", help="skip the checks that every notebook computes "
                      "PyTorch's results from shared weights and, with --devices N, that a data-parallel step is the "
                      "single-device step (a few smoke-sized runs per framework)")
+    run.add_argument("--recheck", action="store_true", help="check same weights anew: without it, a notebook whose "
+                     "code, environment lock and CPU are as at an earlier check keeps that verdict, with its date")
     run.add_argument("--on", choices=["ray"], help="ray: every notebook a Ray task, one per GPU of this machine, "
                      "or on every node of the cluster at --address (docs/cluster.md)")
     run.add_argument("--address", metavar="HOST:PORT", help="with --on ray: join the running Ray cluster there "
@@ -272,7 +274,7 @@ def run_settings(args):
         precisions=args.precisions, compile_modes=args.compile_modes, sweep=args.sweep, repeat=args.repeat,
         results=args.results, resume=args.resume, setup=not args.no_setup, build=setup_commands.build_choice(args),
         wheels=args.wheels, quiet=args.quiet, on=args.on, address=args.address, each_gpu_kind=args.each_gpu_kind,
-        round_orders=getattr(args, "round_orders", None))
+        round_orders=getattr(args, "round_orders", None), recheck=args.recheck)
 
 
 def check_variants(args):

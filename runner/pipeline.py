@@ -23,7 +23,7 @@ def run(settings):
             return executed
         if not executed.interrupted and not settings.no_equivalence:
             try:
-                executed.interrupted = checked(settings.overrides, executed, stopped_by)
+                executed.interrupted = checked(settings, executed, stopped_by)
             except OSError as error:
                 if error.errno not in batch.NO_SPACE:
                     raise
@@ -31,13 +31,12 @@ def run(settings):
         return reported(executed)
 
 
-def checked(overrides, executed, stopped_by):
-    """Run the checks of `executed`'s notebooks (runner/checks/stage.py; `overrides`: the run's --set values); 0, or
-    128 + the signal that stopped them."""
+def checked(settings, executed, stopped_by):
+    """Run the checks of `executed`'s notebooks (runner/checks/stage.py); 0, or 128 + the signal that stopped them."""
     from runner.checks import stage
 
     try:
-        stage.run_checks(executed.runnable, executed.run_dir, overrides)
+        stage.run_checks(executed.runnable, executed.run_dir, settings.overrides, recheck=settings.recheck)
     except KeyboardInterrupt:
         number = stopped_by()
         print("\nInterrupted ({}) during the checks: writing the table, its unchecked rows saying `check interrupted`; "

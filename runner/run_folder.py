@@ -149,6 +149,8 @@ def equivalence_verdict(result):
     or 'check interrupted' (a signal stopped the check before it; --resume completes it)."""
     if result.get("interrupted"):
         return "check interrupted"
+    if result.get("reused"):  # a verdict kept from an earlier check of the same code, locks and CPU
+        return "{}, checked {}".format(equivalence_verdict(dict(result, reused=False)), result["checked"])
     if result.get("error"):
         return "check failed: " + result["error"]
     if result["failures"]:

@@ -9,10 +9,13 @@ import pytest
 from notebook_runs import NotebookRuns
 
 from runner import catalog
+from runner.checks import verdict_cache
 from runner.run import ceiling, environments, for_tests, interpreters
 
 # Runs of fixture notebooks leave the machine's ceiling unmeasured (tests/test_ceiling.py measures it for real)
 os.environ.setdefault(ceiling.SKIP_VARIABLE, "1")
+# and keep no same-weights verdict between runs: a test plants faults that the verdicts' key cannot see
+os.environ.setdefault(verdict_cache.PATH_VARIABLE, "")
 
 # Test files whose tests share runs that one of them makes (session fixtures, the check's folders): with pytest-xdist
 # (`run_all.py test` runs two workers) each set goes to one worker, every other test to whichever is free

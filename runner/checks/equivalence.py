@@ -289,37 +289,46 @@ def document(task, results):
             "results": results}
 
 
-def check(jobs, folder, say=print, workers=WORKERS, run=run_exchange):
+def check(jobs, folder, say=print, workers=WORKERS, run=run_exchange, cache=None):
     """Compare every job with PyTorch's from shared weights, `workers` of them at once, each notebook run through `run`
     (run_exchange's signature); write folder/EQUIVALENCE_FILE (runner/run_folder.py); return it, its results in the
-    jobs' order."""
+    jobs' order. With `cache` (verdict_cache.VerdictCache), a job whose verdict is kept for what it is now reuses
+    it (dated), and a task whose jobs all have one runs nothing; new definite verdicts are kept."""
     out = {}
     folder.mkdir(parents=True, exist_ok=True)
     for task in TASKS:
         task_jobs = [job for job in jobs if job.task == task and job.framework.key != REFERENCE]
         if not task_jobs:
             continue
-        say("[equivalence] {}: PyTorch from the shared weights ...".format(task))
-        results = []
-        try:
-            entry = reference(task, folder / task, run=run)
-        except ExchangeError as error:
-            results = [{"job": job.stem, "framework": job.label, "task": task, "error": "reference: " + str(error)}
-                       for job in task_jobs]
-            out[task] = document(task, results)
-            continue
-
-        def compared(job, entry=entry, task=task):
+        kept = {job.stem: cache.lookup(job) for job in task_jobs} if cache else {}
+        for job in task_jobs:
+            if kept.get(job.stem):
+                say("[equivalence] {}: {}".format(job.stem, run_folder.equivalence_verdict(kept[job.stem])))
+        to_check = [job for job in task_jobs if not kept.get(job.stem)]
+        results = {}
+        if to_check:
+            say("[equivalence] {}: PyTorch from the shared weights ...".format(task))
             try:
-                result = compare(job, entry)
+                entry = reference(task, folder / task, run=run)
             except ExchangeError as error:
-                result = {"job": job.stem, "framework": job.label, "task": task, "error": str(error)}
-            say("[equivalence] {}: {}".format(job.stem, run_folder.equivalence_verdict(result)))
-            return result
+                entry = None
+                results = {job.stem: {"job": job.stem, "framework": job.label, "task": task,
+                                      "error": "reference: " + str(error)} for job in to_check}
 
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(compared, task_jobs))
-        out[task] = document(task, results)
+            def compared(job, entry=entry, task=task):
+                try:
+                    result = compare(job, entry)
+                except ExchangeError as error:
+                    result = {"job": job.stem, "framework": job.label, "task": task, "error": str(error)}
+                say("[equivalence] {}: {}".format(job.stem, run_folder.equivalence_verdict(result)))
+                if cache:
+                    cache.keep(job, result)
+                return result
+
+            if entry is not None:
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    results = dict(zip([job.stem for job in to_check], pool.map(compared, to_check)))
+        out[task] = document(task, [kept.get(job.stem) or results[job.stem] for job in task_jobs])
     (folder / run_folder.EQUIVALENCE_FILE).write_text(json.dumps(out, indent=1) + "\n")
     return out
 

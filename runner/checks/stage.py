@@ -8,7 +8,7 @@ import time
 
 from common import tasks
 from runner import catalog, run_folder
-from runner.checks import data_parallel, equivalence
+from runner.checks import data_parallel, equivalence, verdict_cache
 from runner.run import environments
 from runner.run.executors import clock
 
@@ -18,9 +18,10 @@ def as_written(job):
     return dataclasses.replace(job, precision="auto", compile_mode="default", sweep=())
 
 
-def check_equivalence(jobs, run_dir, say=print):
-    """Compare the selected notebooks with PyTorch's from shared weights, into the run's checks folder; where a signal
-    stops it, write what it had still to give as interrupted (equivalence.write_interrupted) and stop."""
+def check_equivalence(jobs, run_dir, say=print, recheck=False):
+    """Compare the selected notebooks with PyTorch's from shared weights, into the run's checks folder, reusing a
+    verdict kept for what decides it unless `recheck` (runner/checks/verdict_cache.py); where a signal stops it, write
+    what it had still to give as interrupted (equivalence.write_interrupted) and stop."""
     defaults = {(job.framework.key, job.variant.name, job.task): as_written(job) for job in jobs}
     checked = [job for job in defaults.values()
                if job.task in equivalence.TASKS and job.framework.key != equivalence.REFERENCE]
@@ -32,7 +33,8 @@ def check_equivalence(jobs, run_dir, say=print):
         return
     started, folder = time.time(), run_dir / run_folder.CHECKS_DIR
     try:
-        equivalence.check(checked, folder, say=say)
+        cache = verdict_cache.VerdictCache(reuse=not recheck) if verdict_cache.VerdictCache.wanted() else None
+        equivalence.check(checked, folder, say=say, cache=cache)
     except KeyboardInterrupt:
         equivalence.write_interrupted(checked, folder)
         raise
@@ -51,11 +53,11 @@ def check_data_parallel(jobs, run_dir, overrides, say=print):
     say("[data parallel] done in {}".format(clock(time.time() - started)))
 
 
-def run_checks(jobs, run_dir, overrides, say=print):
+def run_checks(jobs, run_dir, overrides, say=print, recheck=False):
     """The checks of a run whose notebooks ran (`jobs`, those whose environment was there; `overrides` its --set
-    values): each that has no verdict file in the run folder yet."""
+    values): each that has no verdict file in the run folder yet; `recheck`: no kept same-weights verdict reused."""
     checks = run_dir / run_folder.CHECKS_DIR
     if not (checks / run_folder.EQUIVALENCE_FILE).exists():
-        check_equivalence(jobs, run_dir, say)
+        check_equivalence(jobs, run_dir, say, recheck)
     if not (checks / run_folder.DATA_PARALLEL_FILE).exists():
         check_data_parallel(jobs, run_dir, overrides, say)

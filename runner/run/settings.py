@@ -37,6 +37,7 @@ class RunSettings:
     address: Optional[str] = None  # a Ray cluster's head, with on='ray'
     each_gpu_kind: bool = False
     round_orders: Optional[list] = None  # a resumed run's stored order of each round (lists of stems)
+    recheck: bool = False  # check same weights anew instead of reusing kept verdicts (runner/checks/verdict_cache.py)
 
     # what the run file stores and --resume takes back (runner/run_folder.py RUN_FILE)
     STORED = ("frameworks", "tasks", "profile", "data", "device", "threads", "seed", "overrides", "timeout",
