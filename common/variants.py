@@ -24,6 +24,19 @@ COMPILE_MODES = OrderedDict([
 ])
 DEFAULT = ("auto", "default")
 MIXED = ("bf16", "fp16")
+# Frameworks that run every step as written, compiled or not, whatever they are asked: compile_mode="on" has nothing
+# to add, and each refuses it with this reason (refuse_compiling). The runner decides such a row from here without
+# starting a kernel (compile_refusal).
+COMPILED_AS_WRITTEN = OrderedDict([
+    ("JAX", "JAX always compiles its steps with jax.jit: the default row is the compiled one"),
+    ("Chainer", "Chainer runs define-by-run only; it has no compiler"),
+    ("CNTK", "CNTK always builds a static graph and has no further compiler: the default row is the compiled one"),
+    ("Theano", "Theano compiles every function to C already: the default row is the compiled one"),
+    ("Caffe", "Caffe runs a net's layers one by one as the prototxt lists them, with no compiler: the default row is "
+              "the only one"),
+    ("Caffe2", "Caffe2 runs every net as a static graph of operators, with no further compiler: the default row is "
+               "the compiled one"),
+])
 
 
 class Unsupported(RuntimeError):
@@ -41,6 +54,21 @@ def check(precision, compile_mode):
 def refuse(framework, option, value, why):
     """Raise Unsupported: '<framework> cannot run <option>=<value>: <why>'."""
     raise Unsupported("{} cannot run {}={}: {}".format(framework, option, value, why))
+
+
+def refuse_compiling(framework, compile_mode):
+    """Raise Unsupported for compile_mode="on" where `framework` runs every step as written (COMPILED_AS_WRITTEN)."""
+    if compile_mode == "on" and framework in COMPILED_AS_WRITTEN:
+        refuse(framework, "compile_mode", compile_mode, COMPILED_AS_WRITTEN[framework])
+
+
+def compile_refusal(framework, runs_on=None):
+    """The words a notebook of `framework` (running on framework `runs_on`, as Keras 2 and Lasagne do) refuses
+    compile_mode="on" with at the default precision, known without running it; None where it may compile."""
+    for name, prefix in ((framework, ""), (runs_on, "{} on ".format(framework))):
+        if name in COMPILED_AS_WRITTEN:
+            return "{}{} cannot run compile_mode=on: {}".format(prefix, name, COMPILED_AS_WRITTEN[name])
+    return None
 
 
 @contextlib.contextmanager

@@ -50,10 +50,7 @@ def set_variant(dev, precision="auto", compile_mode="default"):
     if precision in ("bf16", "fp16"):
         variants.refuse(NAME, "precision", precision, "Caffe 1.0's layers exist in float32 and float64 only (float16 "
                                                       "came with NVIDIA's fork, NVCaffe)")
-    if compile_mode == "on":
-        variants.refuse(NAME, "compile_mode", compile_mode, "Caffe runs a net's layers one by one as the prototxt "
-                                                          "lists them, with no compiler: the default row is the only "
-                                                          "one")
+    variants.refuse_compiling(NAME, compile_mode)
     return variants.note_choice(chosen, precision, float32, compile_mode)
 
 

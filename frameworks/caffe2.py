@@ -60,10 +60,7 @@ def set_variant(dev, precision="auto", compile_mode="default"):
         variants.refuse(NAME, "precision", precision, "not written: Caffe2 trains in float16 through hand-placed "
                                                       "casts and float32 master weights, with no loss scaling of its "
                                                       "own, and no GPU it runs on has been lent to check it")
-    if compile_mode == "on":
-        variants.refuse(NAME, "compile_mode", compile_mode, "Caffe2 runs every net as a static graph of operators, "
-                                                          "with no further compiler: the default row is the compiled "
-                                                          "one")
+    variants.refuse_compiling(NAME, compile_mode)
     return variants.note_choice(chosen, precision, float32, compile_mode)
 
 

@@ -51,8 +51,7 @@ def set_variant(dev, precision="auto", compile_mode="default"):
         variants.refuse(NAME, "precision", precision, "NumPy and CuPy have no bfloat16 type, so neither has Chainer "
                                                       "(chainer.config.dtype takes float16, float32, float64 or "
                                                       "mixed16)")
-    if compile_mode == "on":
-        variants.refuse(NAME, "compile_mode", compile_mode, "Chainer runs define-by-run only; it has no compiler")
+    variants.refuse_compiling(NAME, compile_mode)
     if precision == "fp16":
         chainer.global_config.dtype = chainer.mixed16
     return variants.note_choice(chosen, precision, float32, compile_mode)

@@ -58,9 +58,7 @@ def set_variant(dev, precision="auto", compile_mode="default"):
         variants.refuse(NAME, "precision", precision, "not written: CNTK 2.7 has float16 tensors and C.cast on GPUs but "
                                                       "no automatic mixed precision and no loss scaling, and a "
                                                       "hand-cast float16 graph has had no GPU here to be checked on")
-    if compile_mode == "on":
-        variants.refuse(NAME, "compile_mode", compile_mode, "CNTK always builds a static graph and has no further "
-                                                          "compiler: the default row is the compiled one")
+    variants.refuse_compiling(NAME, compile_mode)
     return variants.note_choice(chosen, precision, float32, compile_mode)
 
 

@@ -58,9 +58,7 @@ def set_variant(dev, precision="auto", compile_mode="default"):
     float32 = variants.float32_mode(NAME, precision, tf32, "this GPU" if dev.platform == "gpu" else "the CPU")
     if dev.platform == "gpu":
         jax.config.update("jax_default_matmul_precision", "tensorfloat32" if float32 == "tf32" else "float32")
-    if compile_mode == "on":
-        variants.refuse(NAME, "compile_mode", compile_mode, "JAX always compiles its steps with jax.jit: the default "
-                                                            "row is the compiled one")
+    variants.refuse_compiling(NAME, compile_mode)
     return variants.note_choice(chosen, precision, float32, compile_mode)
 
 

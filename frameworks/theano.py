@@ -56,9 +56,7 @@ def set_variant(dev, precision="auto", compile_mode="default"):
     if precision == "fp16":
         variants.refuse(NAME, "precision", precision, "Theano computes float16 only in its GPU back end "
                                                       "(libgpuarray), which this environment lacks")
-    if compile_mode == "on":
-        variants.refuse(NAME, "compile_mode", compile_mode, "Theano compiles every function to C already: the "
-                                                          "default row is the compiled one")
+    variants.refuse_compiling(NAME, compile_mode)
     return variants.note_choice(chosen, precision, float32, compile_mode)
 
 

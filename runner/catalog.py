@@ -92,6 +92,8 @@ class Variant:
     step_differences: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
     # {task: why}: tasks whose notebook cannot compute PyTorch's function on this variant alone (Framework's below)
     not_equivalent: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
+    # the label of the framework it computes with, whose refusals its rows take ('Keras 2 on Theano cannot ...')
+    runs_on: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +168,14 @@ class Job:
         return dict(task_overrides(self.task, run_overrides), **self.swept)
 
     @property
+    def refused(self) -> Optional[str]:
+        """Why its framework refuses it, where that is known without running it (a compile mode that a framework
+        compiling every step as written refuses: common.variants.compile_refusal); None otherwise."""
+        if (self.precision, self.compile_mode) != ("auto", "on"):
+            return None
+        return variants.compile_refusal(self.framework.label, self.variant.runs_on)
+
+    @property
     def is_default(self) -> bool:
         """True for the run the notebook does unless told otherwise: default precision and compile mode, no sweep."""
         return (self.precision, self.compile_mode) == variants.DEFAULT and not self.sweep
@@ -237,13 +247,14 @@ FRAMEWORKS: tuple[Framework, ...] = (
     # Theano's: Python 3.9, float32 as Theano's floatX, its compiled C modules kept inside the environment
     Framework("keras2", "Keras 2", "Keras2", (
         Variant("cntk", "cntk", (("backend", "cntk"),), packages=("keras",), not_equivalent={
-            "transformer": "GELU is its tanh approximation on CNTK: neither CNTK 2.7 nor Keras 2's backend has an erf"}),
-        Variant("theano", "theano", (("backend", "theano"),), packages=("keras",)),
+            "transformer": "GELU is its tanh approximation on CNTK: neither CNTK 2.7 nor Keras 2's backend has an erf"},
+            runs_on="CNTK"),
+        Variant("theano", "theano", (("backend", "theano"),), packages=("keras",), runs_on="Theano"),
     ), resnet50="v1", lacks={"train": NO_DATA_PARALLEL["keras2"]},  # Keras Applications 1.0.8: batch norm's epsilon 1e-3
         modules=("keras",), environment=Environment("theano", "Rosetta: Theano", python="3.9", framework_module="theano",
                                 kernel_env=(("THEANO_FLAGS", "floatX=float32,base_compiledir={env}/theano-compiledir"),))),
     # Lasagne 0.1, layers over Theano's symbolic graphs, in the Theano environment that Keras 2 brings
-    Framework("lasagne", "Lasagne", "Lasagne", (Variant(None, "theano", packages=("lasagne",)),),
+    Framework("lasagne", "Lasagne", "Lasagne", (Variant(None, "theano", packages=("lasagne",), runs_on="Theano"),),
               lacks={"train": NO_DATA_PARALLEL["lasagne"]}, modules=("lasagne", "theano"), not_equivalent={
         "rnn": "Lasagne's GRULayer has one bias per gate, on the input side: the new gate's recurrent bias (inside the "
                "reset product) has no place"}),

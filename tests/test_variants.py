@@ -4,6 +4,7 @@ import pytest
 from conftest import json_from_environment
 
 from common import results, variants
+from runner import catalog, cli, run_folder
 
 
 def test_the_float32_mode_follows_the_precision_and_the_device():
@@ -78,3 +79,30 @@ def test_pytorchs_tf32_setting_is_one_that_inductor_can_read():
     answers = json_from_environment("pytorch", PYTORCH_TF32_SETTINGS)
     assert answers["auto"] == answers["tf32"] == ["high", True, True, "tf32"]
     assert answers["fp32"] == ["highest", False, False, "ieee"]
+
+
+def test_a_framework_that_compiles_as_written_refuses_compiling_with_its_one_reason():
+    with pytest.raises(variants.Unsupported) as refused:
+        variants.refuse_compiling("Theano", "on")
+    assert str(refused.value) == variants.compile_refusal("Theano")
+    variants.refuse_compiling("Theano", "default")  # the default row runs
+    variants.refuse_compiling("PyTorch", "on")  # a framework with a compiler of its own compiles
+    assert variants.compile_refusal("PyTorch") is None
+    assert variants.compile_refusal("Keras 2", runs_on="Theano") == "Keras 2 on " + variants.compile_refusal("Theano")
+    # each such framework's module refuses through refuse_compiling alone: the runner's words are the notebook's
+    for name in variants.COMPILED_AS_WRITTEN:
+        source = (catalog.REPO / "frameworks" / (name.lower() + ".py")).read_text()
+        assert 'NAME = "{}"'.format(name) in source and "variants.refuse_compiling(NAME, compile_mode)" in source
+        assert '"compile_mode", compile_mode' not in source, name
+
+
+def test_the_runner_writes_a_refused_compile_mode_s_row_without_starting_a_kernel(fixture_catalog, tmp_path,
+                                                                                monkeypatch):
+    monkeypatch.setitem(variants.COMPILED_AS_WRITTEN, "Ok", "the fixture compiles every step as written")
+    assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--compile", "default,on", "--data", "synthetic",
+                     "--results", str(tmp_path), "-q"]) == 0
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    record = results.read_result(str(run_folder.record_path(run_dir, "OK_CNN-compiled")))
+    assert record["status"] == "unsupported" and record["error"] == (
+        "Ok cannot run compile_mode=on: the fixture compiles every step as written")
+    assert not (run_dir / "OK_CNN-compiled.ipynb").exists() and (run_dir / "OK_CNN.ipynb").exists()

@@ -280,6 +280,9 @@ def execute(settings, stopped_by):
         if reason:
             execution.write_not_run(folder, job, settings.profile, "unavailable", reason)
             print("{}: UNAVAILABLE; {}".format(executors.named(job), reason))
+        elif job.refused:  # its framework's refusal, known without starting its kernel
+            execution.write_not_run(folder, job, settings.profile, "unsupported", job.refused)
+            print("{}: UNSUPPORTED; {}".format(executors.named(job), job.refused))
         else:
             runnable.append(job)
     started, interrupted, kind_runs = time.time(), 0, []
