@@ -21,7 +21,7 @@ import pytest
 
 from runner import catalog, cli, run_folder
 from runner.report import table
-from runner.run import batch, environments
+from runner.run import batch, environments, execution
 
 # fault: what it gets. One test below per entry, named test_<fault>.
 FAULTS = {
@@ -391,3 +391,19 @@ def test_setups_at_once(tmp_path):
     assert "tiny: process {} is building it; waiting until it is done".format(first.pid) in second_out
     assert "creating" not in second_out and "tiny: ready (" in second_out  # it used the first one's build
     assert lock.read_text() == ""  # released
+
+
+def test_a_stopped_run_ends_its_kernels_with_what_they_started():
+    """execution.end_kernels: this process's ipykernel children die with their process groups (what a kernel started,
+    torchrun's workers say); any other child is left alone."""
+    code = "import subprocess, sys, time; subprocess.Popen(['sleep', '60']); time.sleep(60)"
+    kernel = subprocess.Popen([sys.executable, "-c", code, "ipykernel_launcher"], start_new_session=True)
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        wait_for(lambda: len(os.popen("pgrep -g {}".format(kernel.pid)).read().split()) == 2, "the kernel's child")
+        assert execution.end_kernels() == [kernel.pid]
+        assert kernel.wait(timeout=10) == -signal.SIGKILL and other.poll() is None
+        wait_for(lambda: not os.popen("pgrep -g {}".format(kernel.pid)).read().split(), "its group to end")
+    finally:
+        other.kill()
+        other.wait()

@@ -83,6 +83,34 @@ def _watch(process, watch, every_s=0.25):
         time.sleep(every_s)
 
 
+def end_kernels():
+    """Kill every kernel this process started that still runs (its children running ipykernel), each with its process
+    group (a kernel leads a session of its own: what it started goes with it); return their ids. A run stopped by a
+    signal calls it, so that no kernel outlives the run, whatever the moment the signal came (a kernel still
+    starting is one papermill cannot yet stop)."""
+    ended = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (proc / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent != os.getpid() or b"ipykernel_launcher" not in command:
+            continue
+        pid = int(proc.name)
+        try:
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+            ended.append(pid)
+        except OSError:  # it ended meanwhile
+            continue
+    return ended
+
+
 def oom_kills():
     """How many processes the out-of-memory killer has ended in this process's cgroup (cgroup v2's memory.events, or
     v1's memory.oom_control), None where neither can be read."""

@@ -53,6 +53,7 @@ class Sequential:
                     number, len(jobs), clock(time.time() - self.started), named(job), record["status"].upper(),
                     record.get("duration_s") or 0, outcome))
         except KeyboardInterrupt:
+            execution.end_kernels()  # the running notebook's kernel, also one papermill was still starting
             if self.running is not None:
                 job = self.running
                 execution.write_not_run(run_folder.round_folder(run_dir, job.round), job, self.profile, "interrupted",
