@@ -8,7 +8,7 @@ device before it starts and before it stops. Every framework passes its own `syn
 import statistics
 import time
 
-from common import memory
+from common import datasets, memory
 
 
 class Timer(object):
@@ -157,6 +157,22 @@ def time_inference(extract, batches, images_per_pass, params, sync=None, say=pri
         pass_seconds.append(timer.elapsed)
         say("pass {}: {:.2f} s for {} images".format(len(pass_seconds), timer.elapsed, images_per_pass))
     return inference_timings(pass_seconds, images_per_pass, warmup.elapsed, batch_seconds=batch_seconds), output
+
+
+def train_epochs(train_step, x, y, params, seed, sync=None, loss_value=float, say=print):
+    """Train the way every CNN, RNN and Transformer notebook does: params["epochs"] epochs, each a pass over (x, y)
+    in shuffled whole batches of params["batch_size"] (datasets.batches, seeded seed + epoch), `train_step` called on
+    each NumPy batch (x, y) and each epoch timed with the device synchronised (`sync`); a line per epoch through `say`
+    with the last batch's loss (`loss_value` of what that train_step returned). Returns the seconds of each epoch."""
+    epoch_seconds = []
+    for epoch in range(params["epochs"]):
+        with Timer(sync) as timer:
+            for xb, yb in datasets.batches(x, y, params["batch_size"], shuffle=True, seed=seed + epoch):
+                loss = train_step(xb, yb)
+        epoch_seconds.append(timer.elapsed)
+        say("epoch {}/{}: {:.1f} s, last batch loss {:.3f}".format(epoch + 1, params["epochs"], timer.elapsed,
+                                                                   loss_value(loss)))
+    return epoch_seconds
 
 
 class EpochClock(object):

@@ -5,7 +5,7 @@ import os
 
 import torch
 
-from common import environment, memory, results, tasks, variants
+from common import environment, memory, results, tasks, timing, variants
 from frameworks.probe import check_gpu
 
 NAME = "PyTorch"
@@ -95,6 +95,18 @@ def compiled(model, inference=False):
         return model
     torch._dynamo.config.allow_rnn = True
     return torch.compile(model, options=dict(INFERENCE_COMPILE_OPTIONS) if inference else None)
+
+
+def compile_warm_up(forward_backward, optimizer, x, y, sync=None):
+    """The compile time with compile_mode="on", where torch.compile compiles at the first call: forward_backward on
+    one batch (x, y), timed with the device synchronised, its gradients then dropped without an update so that
+    training starts from the same weights. None in eager mode, where nothing is compiled ahead of the first step."""
+    if chosen["compile_mode"] != "on":
+        return None
+    with timing.Timer(sync) as timer:
+        forward_backward(x, y)
+    optimizer.zero_grad(set_to_none=True)
+    return timer.elapsed
 
 
 def compiler_setting(inference):

@@ -1,6 +1,7 @@
+import numpy as np
 import pytest
 
-from common import timing
+from common import datasets, timing
 
 
 class FakeDevice:
@@ -122,6 +123,30 @@ def test_passes_go_on_until_there_are_enough_of_them_and_enough_timed_seconds(mo
     timings, _ = timing.time_inference(extract, [1], images_per_pass=1,
                                        params={"warmup_batches": 0, "repeats": 2, "min_timed_s": 1.0}, say=list)
     assert timings["passes_s"] == [0.25] * 4  # four quarter-second passes make the second
+
+
+def test_train_epochs_steps_over_shuffled_whole_batches_and_times_each_epoch_with_the_device_synchronised(monkeypatch):
+    device = FakeDevice(busy=0.5)
+    monkeypatch.setattr(timing.time, "perf_counter", device.clock)
+    x, y = np.arange(10) * 10, np.arange(10)
+    seen, said = [], []
+
+    def train_step(xb, yb):
+        assert (xb == yb * 10).all()  # images and labels stay paired
+        seen.append(list(yb))
+        device.now += 1.0
+        return len(seen) / 4
+
+    seconds = timing.train_epochs(train_step, x, y, {"epochs": 2, "batch_size": 4}, seed=3, sync=device.sync,
+                                  say=said.append)
+    assert len(seen) == 4 and all(len(batch) == 4 for batch in seen)  # two whole batches an epoch, the last 2 left out
+    assert seen[:2] == [list(batch) for _, batch in datasets.batches(x, y, 4, shuffle=True, seed=3)]
+    assert seen[2:] == [list(batch) for _, batch in datasets.batches(x, y, 4, shuffle=True, seed=4)]
+    assert seconds == [2.5, 2.5]  # two steps of 1 s and the sync before the clock stops
+    assert said == ["epoch 1/2: 2.5 s, last batch loss 0.500", "epoch 2/2: 2.5 s, last batch loss 1.000"]
+    timing.train_epochs(lambda xb, yb: None, x, y, {"epochs": 1, "batch_size": 5}, seed=0,
+                        loss_value=lambda last: 0.25, say=said.append)
+    assert said[-1].endswith("last batch loss 0.250")  # a loss the framework reads apart from the step
 
 
 def test_training_throughput_summarises_passes_of_steps_without_batch_latency():
