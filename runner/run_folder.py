@@ -126,6 +126,14 @@ def ceiling_for(ceiling, record):
     return None
 
 
+def ceiling_spread(best):
+    """'best of 3 takes, 120 to 133 GFLOP/s' for a ceiling measured more than once (runner/run/ceiling.py), else ''."""
+    takes = (best or {}).get("takes") or []
+    if len(takes) < 2:
+        return ""
+    return "best of {} takes, {:.0f} to {:.0f} GFLOP/s".format(len(takes), min(takes), max(takes))
+
+
 def load_checks(run_dir):
     """The checks' verdicts in a results folder as {(task, row label): result}: the same-weights check's, and the
     data-parallel check's under DATA_PARALLEL_TASK; empty where neither ran."""

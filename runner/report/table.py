@@ -238,6 +238,7 @@ FIELDS = (
     Field("ceiling_path", lambda f: (f.ceiling or {}).get("path")),
     Field("ceiling_library", lambda f: (f.ceiling or {}).get("library")),
     Field("ceiling_threads", lambda f: (f.ceiling or {}).get("threads")),
+    Field("ceiling_spread", lambda f: run_folder.ceiling_spread(f.ceiling) or None),
     Field("kernel_variables", lambda f: f.env.get("kernel_variables") or None),  # set where the notebook ran
     Field("utilisation", lambda f: f.share((f.ceiling or {}).get("gflops"))),  # against the measured ceiling
     Field("peak_gflop_per_s", lambda f: f.peak),  # the datasheet's or per-cycle figure, shown beside it
@@ -592,10 +593,10 @@ def row_notes(rows):
         if (r["build"] or "").startswith("adopted"):
             lines.append("{}: ran on an {} interpreter, with the versions it has.".format(label(r), r["build"]))
     ceilings = sorted({(r["computed_precision"] or "fp32", r["ceiling_gflop_per_s"], r["ceiling_path"], r["ceiling_library"],
-                        r["ceiling_threads"]) for r in rows if r["ceiling_gflop_per_s"]})
-    for precision, gflops, path, library, threads in ceilings:
-        lines.append("Util.'s ceiling, {}: {:.0f} GFLOP/s by {} ({}, {} threads).".format(
-            precision, gflops, path, library, threads))
+                        r["ceiling_threads"], r["ceiling_spread"] or "") for r in rows if r["ceiling_gflop_per_s"]})
+    for precision, gflops, path, library, threads, spread in ceilings:
+        lines.append("Util.'s ceiling, {}: {:.0f} GFLOP/s by {} ({}, {} threads{}).".format(
+            precision, gflops, path, library, threads, "; " + spread if spread else ""))
     variables = sorted({item for r in rows for item in (r["kernel_variables"] or {}).items()})
     if variables:
         lines.append("Set where the notebooks ran, choosing which kernels a library runs (recorded, not changed): {}.".format(

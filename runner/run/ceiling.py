@@ -36,6 +36,7 @@ PATH_LIMIT_S = 20.0  # a path unanswered after this long is stopped and reported
 START_LIMIT_S = 60.0  # an environment's interpreter start and imports, before its first path
 BUSY_CORES = 0.25  # a ceiling measured while other programs kept more cores than this busy is not cached
 BUSY_WALL_S = 1.0  # a measurement shorter than this cannot tell (a tick of the system's CPU clock is 10 ms)
+TAKES = 3  # quiet measurements, one per run, before a machine's ceiling is kept as it is: the best of them, its spread said
 # Set (to anything) to leave the ceiling unmeasured: the tests' runs of fixture notebooks, which compute nothing it bounds
 SKIP_VARIABLE = "ROSETTA_NO_CEILING"
 # (environment, path) the machine may offer; a path's last word is its precision
@@ -187,12 +188,15 @@ def measure(device, threads, gpu=None, probe=run_probe, say=print, paths=None, o
 
 def merged(earlier, now):
     """`earlier`'s paths with `now`'s measured again: a path keeps its fastest answer (the machine's best is its
-    ceiling), and an error gives way to any answer."""
+    ceiling), with every take's figure in its 'takes'; an error gives way to any answer."""
     paths = dict(earlier["paths"])
     for path, answer in now["paths"].items():
         before = paths.get(path, {})
-        if "gflops" not in before or answer.get("gflops", 0) > before["gflops"]:
-            paths[path] = answer
+        takes = before.get("takes", [before["gflops"]] if "gflops" in before else []) + (
+            [answer["gflops"]] if "gflops" in answer else [])
+        paths[path] = answer if "gflops" not in before or answer.get("gflops", 0) > before["gflops"] else before
+        if takes:
+            paths[path] = dict(paths[path], takes=takes)
     return dict(earlier, paths=paths, ceilings=best_per_precision(paths), busy_cores=now["busy_cores"])
 
 
@@ -212,7 +216,7 @@ def cached_or_measured(device, threads, gpu=None, probe=run_probe, cache_dir=Non
     digest = key_digest(key)
     earlier = cache.get(digest)
     again = [name for name, answer in (earlier or {}).get("paths", {}).items() if answer.get("retry")]
-    if earlier and not again:
+    if earlier and not again and earlier.get("taken", 1) >= TAKES:
         return dict(earlier, cached=True)
     found = measure(device, threads, gpu, probe, say, paths=again or None, others=others)
     found = dict(merged(earlier, found) if earlier else found, key=key, cached=False,
@@ -223,6 +227,7 @@ def cached_or_measured(device, threads, gpu=None, probe=run_probe, cache_dir=Non
         say("[ceiling] other programs kept {:.1f} cores busy while it was measured: not cached, measured again next "
             "run".format(busy))
     elif found["ceilings"]:  # a machine where nothing could be measured is asked again next time
+        found["taken"] = (earlier or {}).get("taken", 0) + (0 if again else 1)  # a retry of failed paths is no take
         cache[digest] = found
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(".tmp")
@@ -263,7 +268,8 @@ def for_run(run_dir, threads, gpu=None, probe=run_probe, say=print):
     measured = found["measured"]
     (Path(run_dir) / run_folder.CEILING_FILE).write_text(json.dumps(found, indent=1) + "\n")
     for one in measured:
-        shown = ", ".join("{} {:.0f} GFLOP/s ({})".format(precision, best["gflops"], best["path"])
+        shown = ", ".join("{} {:.0f} GFLOP/s ({})".format(precision, best["gflops"], "; ".join(
+            part for part in (best["path"], run_folder.ceiling_spread(best)) if part))
                           for precision, best in sorted(one["ceilings"].items()))
         say("[ceiling] {} with {} threads{}: {}".format(one["device"], threads, " (cached)" if one["cached"] else "",
                                                         shown or "nothing could be measured"))
