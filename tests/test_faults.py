@@ -9,9 +9,11 @@ section says what each gets, and a test keeps the two in step.
 import datetime
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -45,6 +47,7 @@ FAULTS = {
 FIXTURE_RUN = str(catalog.REPO / "tests" / "fixture_run.py")  # run_all.py on the fixture notebooks
 BUILD = """
 import sys
+import tempfile
 from pathlib import Path
 from runner import catalog
 from runner.run import environments
@@ -54,6 +57,7 @@ environments.ensure(catalog.Environment("tiny", "Tiny"), say=lambda line: print(
 """
 RUN_DIRS = """
 import sys
+import tempfile
 from pathlib import Path
 from runner.run import batch
 for _ in range(5):
@@ -407,3 +411,20 @@ def test_a_stopped_run_ends_its_kernels_with_what_they_started():
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_node_s_folder_left_by_a_killed_runner_goes_when_the_next_one_starts():
+    from runner.run import on_ray
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a process id that no longer runs: a runner SIGKILLed with its node's folder left behind
+    left = Path(tempfile.mkdtemp(prefix="{}{}-".format(on_ray.FOLDER_PREFIX, gone.pid)))
+    mine = Path(tempfile.mkdtemp(prefix="{}{}-".format(on_ray.FOLDER_PREFIX, os.getpid())))
+    try:
+        new = on_ray.node_folder()
+        assert not left.exists() and mine.exists() and new.name.startswith("{}{}-".format(on_ray.FOLDER_PREFIX,
+                                                                                          os.getpid()))
+        new.rmdir()
+    finally:
+        shutil.rmtree(str(mine), ignore_errors=True)
+        shutil.rmtree(str(left), ignore_errors=True)

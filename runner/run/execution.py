@@ -52,11 +52,25 @@ def _install_log_handler():
     logger.propagate = False
 
 
+# What a kernel does not inherit from the runner: a Ray cluster's token and address, which notebooks never need
+HIDDEN_FROM_KERNELS = ("RAY_", "ROSETTA_RAY_")
+
+
+def kernel_environ(environ):
+    """`environ` less what a kernel must not see (HIDDEN_FROM_KERNELS: the cluster's token and address)."""
+    return {name: value for name, value in environ.items() if not name.startswith(HIDDEN_FROM_KERNELS)}
+
+
 class WatchedKernelManager(AsyncKernelManager):
-    """papermill's kernel manager, which also watches its kernel process: how it ended (exit status or signal) and
-    the most memory it held (`latest`, for the row of a kernel that died; one notebook at a time per process)."""
+    """papermill's kernel manager, which starts its kernel without the cluster's secrets (kernel_environ) and watches
+    its process: how it ended (exit status or signal) and the most memory it held (`latest`, for the row of a kernel
+    that died; one notebook at a time per process)."""
 
     latest = {}
+
+    async def _async_pre_start_kernel(self, **kw):
+        kw["env"] = kernel_environ(kw.get("env", os.environ))
+        return await super()._async_pre_start_kernel(**kw)
 
     async def _async_post_start_kernel(self, **kw):
         await super()._async_post_start_kernel(**kw)

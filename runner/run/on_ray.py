@@ -160,13 +160,26 @@ def _end_with_parent():
         pass
 
 
+FOLDER_PREFIX = "rosetta-ray-"  # a node's folder in the temporary folder: rosetta-ray-<pid of the runner>-<random>
+
+
+def node_folder():
+    """A new folder for a node this process starts, named after this process, after removing those of processes
+    that no longer run (a runner killed outright cannot remove its own)."""
+    for folder in Path(tempfile.gettempdir()).glob(FOLDER_PREFIX + "*"):
+        pid = folder.name[len(FOLDER_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not Path("/proc", pid).exists():
+            shutil.rmtree(str(folder), ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix="{}{}-".format(FOLDER_PREFIX, os.getpid())))
+
+
 def start_node(ip, head=None, gpus=0, cpus=None, resources=None, options=(), checkout=None, port=None, timeout=120):
     """Start a Ray node on this machine at address `ip`: the head of a new cluster (`head` None; it listens on
     `port`, default a free one) or one joining the cluster at `head` (HOST:PORT). It declares `gpus` GPUs, `cpus`
     CPUs (default: its usable cores) and `resources` (default: node_resources()), with token authentication, its
     tasks running from `checkout` (default this one). Returns the Node once Ray says it runs; RayError with the
     node's last line where it does not."""
-    folder = Path(tempfile.mkdtemp(prefix="rosetta-ray-"))
+    folder = node_folder()
     command = [str(Path(sys.executable).parent / "ray"), "start", "--block", "--node-ip-address", ip,
                "--num-cpus", str(cpus or usable_cores()), "--num-gpus", str(gpus),
                "--resources", json.dumps(node_resources(local_gpu_names(gpus)) if resources is None else resources),
