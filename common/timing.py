@@ -8,7 +8,7 @@ device before it starts and before it stops. Every framework passes its own `syn
 import statistics
 import time
 
-from common import datasets, memory
+from common import memory
 
 
 class Timer(object):
@@ -164,6 +164,8 @@ def train_epochs(train_step, x, y, params, seed, sync=None, loss_value=float, sa
     in shuffled whole batches of params["batch_size"] (datasets.batches, seeded seed + epoch), `train_step` called on
     each NumPy batch (x, y) and each epoch timed with the device synchronised (`sync`); a line per epoch through `say`
     with the last batch's loss (`loss_value` of what that train_step returned). Returns the seconds of each epoch."""
+    from common import datasets  # NumPy with it: common.results imports this module, and the command line common.results
+
     epoch_seconds = []
     for epoch in range(params["epochs"]):
         with Timer(sync) as timer:

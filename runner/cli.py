@@ -264,6 +264,11 @@ def parse(argv):
 RUN_DEFAULTS = {"profile": "quick", "data": "auto", "device": "auto", "seed": 0, "precisions": ["auto"], "repeat": 1}
 
 
+def build_choice(args):
+    """'gpu' or 'cpu' where the command line forces a kind of build (--gpu, --cpu), else None (the machine decides)."""
+    return "gpu" if getattr(args, "gpu", False) else ("cpu" if getattr(args, "cpu", False) else None)
+
+
 def run_settings(args):
     """The run command's settings (runner/run/settings.py) from its checked arguments: past this module, nothing
     reads the command line's namespace."""
@@ -272,7 +277,7 @@ def run_settings(args):
         device=args.device, threads=args.threads, threads_default=args.threads_default, seed=args.seed,
         overrides=dict(args.overrides), timeout=args.timeout, no_equivalence=bool(args.no_equivalence),
         precisions=args.precisions, compile_modes=args.compile_modes, sweep=args.sweep, repeat=args.repeat,
-        results=args.results, resume=args.resume, setup=not args.no_setup, build=setup_commands.build_choice(args),
+        results=args.results, resume=args.resume, setup=not args.no_setup, build=build_choice(args),
         wheels=args.wheels, quiet=args.quiet, on=args.on, address=args.address, each_gpu_kind=args.each_gpu_kind,
         round_orders=getattr(args, "round_orders", None), recheck=args.recheck)
 
@@ -372,8 +377,10 @@ def main(argv=None):
         return USAGE_ERROR
     if args.command in ("list", "setup", "lock") and getattr(args, "on", None) is None:  # the standard library is enough
         try:
-            return {"list": lambda args: setup_commands.list_catalog(), "setup": setup_commands.setup,
-                    "lock": setup_commands.lock}[args.command](args)
+            if args.command == "setup":
+                return setup_commands.setup(args.envs, python=args.python, install_missing=args.install_missing,
+                                            wheels=args.wheels, build=build_choice(args))
+            return setup_commands.lock(args.envs) if args.command == "lock" else setup_commands.list_catalog()
         except environments.SetupError as error:
             print("run_all.py: error: {}".format(error), file=sys.stderr)
             return 1
@@ -393,5 +400,12 @@ def main(argv=None):
 
     if args.command == "run":
         return pipeline.run(run_settings(args))
-    return {"test": setup_commands.test, "report": report_commands.report,
-            "rosetta": report_commands.rosetta, "node": on_ray.node_command, "setup": on_ray.setup_on_nodes}[args.command](args)
+    if args.command == "test":
+        return setup_commands.test(args.pytest_args)
+    if args.command == "report":
+        return report_commands.report(args.run_dirs, out=args.out)
+    if args.command == "rosetta":
+        return report_commands.rosetta(out=args.out)
+    if args.command == "node":
+        return on_ray.node_command(args.address, ip=args.ip, port=args.port, num_gpus=args.num_gpus, setup=args.setup)
+    return on_ray.setup_on_nodes(args.address, args.envs, build=build_choice(args), wheels=args.wheels)  # setup --on ray

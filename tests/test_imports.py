@@ -175,3 +175,21 @@ def test_a_cycle_through_a_function_body_import_is_found(tmp_path):
     (tmp_path / "three.py").write_text("import runner.one\n")
     cycle = find_cycle(import_graph(tmp_path))
     assert cycle in (["one", "two", "one"], ["two", "one", "two"])
+
+
+def test_the_command_line_s_namespace_goes_no_deeper_than_cli_py():
+    """Past runner/cli.py every part takes plain settings (runner/run/settings.py) or keyword arguments: no function
+    elsewhere in runner/ takes the parsed namespace, and none builds one."""
+    found = []
+    for path in sorted(RUNNER.rglob("*.py")):
+        if path.name == "cli.py":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [a.arg for a in node.args.args + node.args.kwonlyargs]
+                if "args" in names:
+                    found.append("{}: {}(args)".format(path.relative_to(RUNNER.parent), node.name))
+            if isinstance(node, ast.Attribute) and node.attr == "Namespace":
+                found.append("{}: line {} builds a Namespace".format(path.relative_to(RUNNER.parent), node.lineno))
+    assert not found, found

@@ -319,10 +319,11 @@ def test_the_tests_go_on_without_what_the_machine_lacks_and_stop_on_a_source_tha
     started = []
     monkeypatch.setattr(setup_commands.os, "execv", lambda path, argv: started.append(argv[1:]))
     run_tests, workers = setup_commands.test, setup_commands.TEST_WORKERS
-    assert run_tests(cli.parse(["test", "-x"])) is None and started == [["-m", "pytest"] + workers + ["-x"]]
-    assert run_tests(cli.parse(["test", "-n", "0"])) is None and started[-1] == ["-m", "pytest", "-n", "0"]
-    assert run_tests(cli.parse(["test", "-p", "no:xdist"])) is None and started[-1] == ["-m", "pytest", "-p", "no:xdist"]
-    assert run_tests(cli.parse(["test", "-p", "no:cacheprovider"])) is None and started[-1][2:4] == workers
+    assert run_tests(cli.parse(["test", "-x"]).pytest_args) is None and started == [["-m", "pytest"] + workers + ["-x"]]
+    assert run_tests(cli.parse(["test", "-n", "0"]).pytest_args) is None and started[-1] == ["-m", "pytest", "-n", "0"]
+    assert run_tests(cli.parse(["test", "-p", "no:xdist"]).pytest_args) is None and started[-1] == [
+        "-m", "pytest", "-p", "no:xdist"]
+    assert run_tests(cli.parse(["test", "-p", "no:cacheprovider"]).pytest_args) is None and started[-1][2:4] == workers
     monkeypatch.setattr(environments, "is_ready", lambda env: False)  # and pytest skips its notebooks with the reason
     with pytest.raises(pytest.skip.Exception, match="caffe needs a C compiler"):
         require_environment(catalog.ENVIRONMENTS["caffe"])
@@ -330,14 +331,14 @@ def test_the_tests_go_on_without_what_the_machine_lacks_and_stop_on_a_source_tha
     missing["caffe"] = build_steps.SourceUnreachable("needs Debian's bullseye packages, which none of "
                                                      "http://deb.debian.org/debian served (see .envs/caffe.log)")
     capsys.readouterr()
-    assert run_tests(cli.parse(["test"])) == 1 and len(started) == 4
+    assert run_tests(cli.parse(["test"]).pytest_args) == 1 and len(started) == 4
     assert capsys.readouterr().err == (
         "run_all.py: error: environment caffe could not be built, and the tests need it: needs Debian's bullseye "
         "packages, which none of http://deb.debian.org/debian served (see .envs/caffe.log)\n")
     with pytest.raises(pytest.fail.Exception, match="environment caffe is not built"):  # pytest alone: fails too
         require_environment(catalog.ENVIRONMENTS["caffe"])
     missing["caffe"] = environments.SetupError("building environment caffe failed")
-    assert run_tests(cli.parse(["test"])) == 1 and len(started) == 4 and len(prepared) == 4
+    assert run_tests(cli.parse(["test"]).pytest_args) == 1 and len(started) == 4 and len(prepared) == 4
     del missing["caffe"]  # a package index that does not serve the tests' wheels: no tests, exit 1 with the reason
     capsys.readouterr()
 
@@ -345,7 +346,7 @@ def test_the_tests_go_on_without_what_the_machine_lacks_and_stop_on_a_source_tha
         raise environments.SetupError("pip said no")
 
     monkeypatch.setattr(for_tests, "prepare", index_that_does_not_serve)
-    assert run_tests(cli.parse(["test"])) == 1 and len(started) == 4
+    assert run_tests(cli.parse(["test"]).pytest_args) == 1 and len(started) == 4
     assert capsys.readouterr().err == ("run_all.py: error: what the tests install without an index could not be "
                                        "obtained: pip said no\n")
 
@@ -452,7 +453,7 @@ def test_a_run_stopped_during_the_same_weights_check_says_so_in_its_table_and_re
     monkeypatch.setattr(equivalence, "REFERENCE", "variants")  # the fixture Variants plays PyTorch's part
     compared = []
 
-    def stopped(jobs, folder, say=print):
+    def stopped(jobs, folder, say=print, cache=None):
         compared.append([job.stem for job in jobs])
         raise KeyboardInterrupt  # what Ctrl-C raises while the check waits for a notebook
 
@@ -467,7 +468,7 @@ def test_a_run_stopped_during_the_same_weights_check_says_so_in_its_table_and_re
     markdown = (run_dir / "results.md").read_text()
     assert "| Same as PyTorch |" in markdown and "for the runner tests | check interrupted |" in markdown, markdown
 
-    def complete(jobs, folder, say=print):
+    def complete(jobs, folder, say=print, cache=None):
         compared.append([job.stem for job in jobs])
         results = [{"job": job.stem, "framework": job.label, "task": job.task, "error": "compared"} for job in jobs]
         (folder / run_folder.EQUIVALENCE_FILE).write_text(json.dumps({"cnn": {"task": "cnn", "results": results}}))

@@ -8,31 +8,31 @@ from runner import catalog, run_folder
 from runner.report import html_pages, plots, rosetta_pages, run_report, table
 
 
-def report(args):
+def report(run_dirs, out=None):
     """Rebuild one results folder's report, or merge several folders' results into one table (and, of two, compare
     each row of the second with the first: comparison.md); exit 1 if a record
     could not be read (it is named on stderr and in the table, the rest is reported)."""
-    if len(args.run_dirs) == 1:
-        print(run_report.write_report(args.run_dirs[0]))
-        print("report: {}".format(args.run_dirs[0] / "report.html"))
+    if len(run_dirs) == 1:
+        print(run_report.write_report(run_dirs[0]))
+        print("report: {}".format(run_dirs[0] / "report.html"))
     else:
-        out = args.out or catalog.REPO / "results" / "merged-{}".format(
+        out = out or catalog.REPO / "results" / "merged-{}".format(
             datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
         out.mkdir(parents=True, exist_ok=True)
-        text = html_pages.merged_markdown(args.run_dirs)
+        text = html_pages.merged_markdown(run_dirs)
         (out / "merged.md").write_text(text)
-        (out / "merged.html").write_text(html_pages.merged_page(args.run_dirs))
+        (out / "merged.html").write_text(html_pages.merged_page(run_dirs))
         print(text)
         print("merged table: {} and {}".format(out / "merged.md", out / "merged.html"))
-        if len(args.run_dirs) == 2:  # before and after: each row's ratio with its interval and verdict
-            lines = ["## {} (B) against {} (A)".format(args.run_dirs[1].name, args.run_dirs[0].name)]
-            for task_table in table.compared(*args.run_dirs):
+        if len(run_dirs) == 2:  # before and after: each row's ratio with its interval and verdict
+            lines = ["## {} (B) against {} (A)".format(run_dirs[1].name, run_dirs[0].name)]
+            for task_table in table.compared(*run_dirs):
                 lines += ["", "### " + task_table.title, ""] + table.markdown_lines(task_table) + [
                     ""] + task_table.notes
             (out / "comparison.md").write_text("\n".join(lines) + "\n")
             print("\n".join(lines))
             print("comparison: {}".format(out / "comparison.md"))
-    return warn_unreadable(problem for run_dir in args.run_dirs for problem in run_folder.read_records(run_dir)[1])
+    return warn_unreadable(problem for run_dir in run_dirs for problem in run_folder.read_records(run_dir)[1])
 
 
 def warn_unreadable(problems):
@@ -43,10 +43,10 @@ def warn_unreadable(problems):
     return 1 if problems else 0
 
 
-def rosetta(args):
+def rosetta(out=None):
     """Write the Rosetta pages (one per task) from the stored notebooks, and the predicted-scaling plot of docs/."""
-    for path in rosetta_pages.write_pages(args.out or rosetta_pages.DOCS_DIR):
+    for path in rosetta_pages.write_pages(out or rosetta_pages.DOCS_DIR):
         print("wrote", path)
-    if args.out is None:
+    if out is None:
         print("wrote", plots.plot_scaling(plots.SCALING_PLOT))
     return 0

@@ -12,7 +12,6 @@ Ray retries a task once when its worker or node is lost (the attempt number says
 row, as in a sequential run, and is never retried. Ctrl-C cancels every task, which ends their kernels.
 """
 
-import argparse
 import hashlib
 import json
 import os
@@ -591,19 +590,18 @@ def setup_here(envs, options):
     return {"status": out.returncode, "built": built, "tail": lines[-3:]}
 
 
-def setup_on_nodes(args, say=print):
-    """`setup --on ray --address`: the setup on every node of the cluster, one task pinned to each, in its own
-    checkout; says what each built, and that a node offers what it built once started again (Ray fixes a node's
-    resources when it starts)."""
-    options = (["--gpu"] if args.gpu else []) + (["--cpu"] if args.cpu else []) + (
-        ["--wheels", str(args.wheels)] if args.wheels else [])
+def setup_on_nodes(address, envs=(), build=None, wheels=None, say=print):
+    """`setup --on ray --address`: the setup on every node of the cluster at `address`, one task pinned to each, in
+    its own checkout; says what each built, and that a node offers what it built once started again (Ray fixes a
+    node's resources when it starts)."""
+    options = (["--" + build] if build else []) + (["--wheels", str(wheels)] if wheels else [])
     try:
-        with Cluster(args.address, say=say) as cluster:
+        with Cluster(address, say=say) as cluster:
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             remote = cluster.ray.remote(on_node_function())
             answers = {node["NodeManagerAddress"]: remote.options(num_cpus=0, scheduling_strategy=(
-                NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))).remote("setup_here", args.envs, options)
+                NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))).remote("setup_here", list(envs), options)
                 for node in cluster.nodes()}
             say("[ray] setup on {} node{}".format(len(answers), "" if len(answers) == 1 else "s"))
             failed, restart = [], []
@@ -638,28 +636,28 @@ def port_free(address, port):
     return True
 
 
-def node_command(args, say=print):
-    """`run_all.py node`: start this machine's Ray node (a head, or one joining --address) with the resources of the
-    environments built here (after building the missing ones with --setup), and keep it until Ctrl-C or SIGTERM."""
+def node_command(address=None, ip=None, port=6379, num_gpus=None, setup=False, say=print):
+    """`run_all.py node`: start this machine's Ray node (a head, or one joining the cluster at `address`) with the
+    resources of the environments built here (after building the missing ones with `setup`), and keep it until
+    Ctrl-C or SIGTERM."""
     from runner.run import compatibility, setup_commands
 
-    if args.address is not None and not os.environ.get(TOKEN_VARIABLE):
+    if address is not None and not os.environ.get(TOKEN_VARIABLE):
         print("run_all.py: error: node --address {}: set {} to the cluster's token (the head printed it)".format(
-            args.address, TOKEN_VARIABLE), file=sys.stderr)
+            address, TOKEN_VARIABLE), file=sys.stderr)
         return 2
-    if args.setup:
-        setup_args = argparse.Namespace(envs=[], gpu=False, cpu=False, python=None, install_missing=False, wheels=None)
-        if setup_commands.setup(setup_args) != 0:
+    if setup:
+        if setup_commands.setup() != 0:
             print("run_all.py: error: node --setup: some environments could not be built; the node advertises those "
                   "that are", file=sys.stderr)
-    gpus = args.num_gpus if args.num_gpus is not None else len(compatibility.detect().gpus)
-    ip = args.ip or LOCAL_ADDRESS
+    gpus = num_gpus if num_gpus is not None else len(compatibility.detect().gpus)
+    ip = ip or LOCAL_ADDRESS
     try:
         import_ray(say)
-        head = None if args.address is None else args.address
-        if head is None and not port_free(ip, args.port):
-            raise RayError("node: port {} of {} is taken (--port)".format(args.port, ip))
-        node = start_node(ip, head=head, gpus=gpus, port=args.port)
+        head = address
+        if head is None and not port_free(ip, port):
+            raise RayError("node: port {} of {} is taken (--port)".format(port, ip))
+        node = start_node(ip, head=head, gpus=gpus, port=port)
     except RayError as error:
         print("run_all.py: error: {}".format(error), file=sys.stderr)
         return 1

@@ -14,11 +14,6 @@ from runner import catalog
 from runner.run import browser, compatibility, environments, for_tests, interpreters, locks
 
 
-def build_choice(args):
-    """'gpu' or 'cpu' where the command line forces a kind of build, else None (decided from the machine)."""
-    return "gpu" if getattr(args, "gpu", False) else ("cpu" if getattr(args, "cpu", False) else None)
-
-
 def list_catalog():
     """Print the GPU found, frameworks with their variants and environments, tasks, and every environment's state."""
     machine = compatibility.detect()
@@ -57,27 +52,27 @@ def environment_state(env, machine):
     return variant + "; GPU: no: {}".format(answer.get("error"))
 
 
-def setup(args):
-    """Build the named environments (all by default), or adopt an interpreter as one; exit 1 if any failed."""
+def setup(envs=(), python=None, install_missing=False, wheels=None, build=None):
+    """Build the named environments (all by default; `build`: 'gpu' or 'cpu' where forced), or adopt the interpreter
+    `python` as the one named; exit 1 if any failed."""
     machine = compatibility.detect()
     print("[gpu] " + machine.describe())
-    if args.python is not None:
-        env = catalog.ENVIRONMENTS[args.envs[0]]
+    if python is not None:
+        env = catalog.ENVIRONMENTS[envs[0]]
         planned = compatibility.plan(env, machine, build=None)  # an adopted one plans no build: its pins
         requirements = planned.requirements or (
             env.gpu_requirements[0] if machine.gpus and env.gpu_requirements else env.requirements)
-        stamp = environments.adopt(env, args.python, requirements, install_missing=args.install_missing,
-                                   wheels=args.wheels)
+        stamp = environments.adopt(env, python, requirements, install_missing=install_missing, wheels=wheels)
         if machine.gpus and env.framework_module:
             report_probe(env, stamp["probe"])
         return 0
-    failed, _ = build_environments(args.envs, machine, build=build_choice(args), wheels=args.wheels)
+    failed, _ = build_environments(list(envs), machine, build=build, wheels=wheels)
     return 1 if failed else 0
 
 
-def lock(args):
+def lock(envs=()):
     """Regenerate the locks of the named environments (all by default) and say what changed in each."""
-    written = locks.regenerate(args.envs)
+    written = locks.regenerate(list(envs))
     print("[lock] {} lock{} written; `python3 run_all.py setup` rebuilds the environments whose lock changed".format(
         written, "" if written == 1 else "s"))
     return 0
@@ -130,7 +125,7 @@ def build_environments(names, machine, build=None, device="auto", wheels=None):
 TEST_WORKERS = ["-n", "2"]
 
 
-def test(args):
+def test(pytest_args=()):
     """Build every environment the tests use, then run pytest (which also runs ruff) in the runner environment, on
     TEST_WORKERS unless the arguments choose (-n, or -p no:xdist).
 
@@ -162,7 +157,7 @@ def test(args):
         print("[setup] browser: {} (the browser test will fail)".format(error))
     os.chdir(str(catalog.REPO))
     sys.stdout.flush()
-    pytest_args = [a for a in args.pytest_args if a != "--"]
+    pytest_args = [a for a in pytest_args if a != "--"]
     chosen = any(a.startswith(("-n", "--numprocesses", "no:xdist")) for a in pytest_args)  # -n N, -p no:xdist
     pytest_args = pytest_args if chosen else TEST_WORKERS + pytest_args
     os.execv(sys.executable, [sys.executable, "-m", "pytest"] + pytest_args)
