@@ -329,7 +329,7 @@ def judge_machine(rows):
                     best[key] = min(best[key], probe[key])
     for r in rows:
         probes = [probe for probe in (r["_probe"] or {}).values() if probe]
-        if probes:
+        if probes and r["status"] == "ok":  # a row without figures has no timing to doubt
             r["machine_slowdown"] = max(probe[key] / fastest[r["hardware"]][key] - 1.0
                                         for probe in probes for key in ("python_s", "numpy_s"))
     return rows
