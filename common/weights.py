@@ -301,6 +301,15 @@ def load_weights(path, task, params):
     return arrays
 
 
+def import_if_asked(path, task, params, import_canonical):
+    """Where a run is asked to start from canonical weights (`path`, the notebook's init_weights), load them, checked, into
+    the model with `import_canonical(arrays)` and say so; nothing where `path` is ''."""
+    if not path:
+        return
+    import_canonical(load_weights(path, task, params))
+    print("weights from", path)
+
+
 WEIGHT_CHOICES = ("auto", "imagenet", "random")
 
 

@@ -54,6 +54,20 @@ def test_wrong_names_shapes_or_task_are_refused(tmp_path):
         weights.load_weights(path, "rnn", hyperparams.for_task("rnn", "smoke"))
 
 
+def test_import_if_asked_loads_a_checked_file_only_where_one_is_named(tmp_path, capsys):
+    params = hyperparams.for_task("rnn", "smoke")
+    reference = weights.reference_weights("rnn", params, seed=3)
+    path = weights.save_weights(str(tmp_path / "w.npz"), "rnn", params, reference)
+    imported = []
+    weights.import_if_asked("", "rnn", params, imported.append)
+    assert imported == [] and capsys.readouterr().out == ""
+    weights.import_if_asked(path, "rnn", params, imported.append)
+    assert len(imported) == 1 and all(np.array_equal(imported[0][k], reference[k]) for k in reference)
+    assert capsys.readouterr().out == "weights from {}\n".format(path)
+    with pytest.raises(ValueError, match="holds weights for task rnn, not cnn"):
+        weights.import_if_asked(path, "cnn", hyperparams.for_task("cnn", "smoke"), imported.append)
+
+
 def test_resnet50_layout_is_torchvisions():
     import json
     import subprocess
