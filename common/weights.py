@@ -168,6 +168,36 @@ def keras_resnet50_names():
     return names
 
 
+KERAS_BATCH_NORM = ("weight", "bias", "running_mean", "running_var")  # Keras' gamma, beta, moving mean and variance
+
+
+def to_keras_resnet50(arrays, biases, epsilon, hwio_from_oihw):
+    """Canonical ResNet-50 weights as a keras.applications ResNet50 holds them (Keras 3, tf.keras, Keras 2), whose
+    convolutions named in `biases` have a bias and whose batch norms have `epsilon` (resnet50_for_model): {torchvision
+    name: the list its layer's set_weights takes}, each kernel through `hwio_from_oihw`."""
+    held = resnet50_for_model(arrays, biases, epsilon)
+    out = {}
+    for layer in resnet50_layers():
+        kernel = hwio_from_oihw(held[layer.conv + ".weight"])
+        out[layer.conv] = [kernel, held[layer.conv + ".bias"]] if layer.conv in biases else [kernel]
+        out[layer.bn] = [held[layer.bn + "." + field] for field in KERAS_BATCH_NORM]
+    return out
+
+
+def from_keras_resnet50(values, epsilon, oihw_from_hwio):
+    """The canonical weights, its convolution biases included, of a keras.applications ResNet50's `values` ({torchvision
+    name: its layer's get_weights()}) with batch norms of `epsilon`, each kernel through `oihw_from_hwio`
+    (to_keras_resnet50 undone)."""
+    held = {}
+    for layer in resnet50_layers():
+        conv = values[layer.conv]
+        held[layer.conv + ".weight"] = oihw_from_hwio(conv[0])
+        if len(conv) == 2:
+            held[layer.conv + ".bias"] = conv[1]
+        held.update((layer.bn + "." + field, value) for field, value in zip(KERAS_BATCH_NORM, values[layer.bn]))
+    return resnet50_from_model(held, epsilon)
+
+
 def fold_conv_biases(arrays, kept=()):
     """`arrays` (canonical ResNet-50) with the bias of every convolution not named in `kept` folded into the batch
     norm after it (running_mean -= bias, the same function without the bias); a new dict, the others untouched."""
@@ -299,6 +329,15 @@ def load_weights(path, task, params):
         arrays = {name: data[name].astype(np.float32) for name in data.files if name not in ("format_version", "task")}
     check(task, params, arrays)
     return arrays
+
+
+def import_if_asked(path, task, params, import_canonical):
+    """Where a run is asked to start from canonical weights (`path`, the notebook's init_weights), load them, checked, into
+    the model with `import_canonical(arrays)` and say so; nothing where `path` is ''."""
+    if not path:
+        return
+    import_canonical(load_weights(path, task, params))
+    print("weights from", path)
 
 
 WEIGHT_CHOICES = ("auto", "imagenet", "random")

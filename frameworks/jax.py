@@ -1,5 +1,5 @@
 """JAX: the device, the precision policy and the record's facts, for every JAX notebook (and Keras on JAX);
-the dtype Flax layers compute in and the fp16 loss scaling of the JAX notebooks."""
+the dtype Flax layers compute in and the fp16 loss scaling of the JAX notebooks; ResNet-50's bottleneck block."""
 
 import os
 
@@ -98,6 +98,41 @@ def scaled_value_and_grad(loss_fn, model, scale, axis_name=None):
     scale, _, (loss, rest), grads = scale.value_and_grad(loss_of, has_aux=True, axis_name=axis_name)(params, rest)
     nnx.update(model, rest)
     return loss, grads, scale
+
+
+def resnet50_bottleneck():
+    """ResNet-50 v1.5's bottleneck block as a Flax NNX module class, Bottleneck(channels_in, width, stride, dtype, rngs),
+    for the JAX inference and train notebooks, which assemble their ResNet-50 from it: 1x1 -> 3x3 (carries the stride)
+    -> 1x1 convolutions without biases, each with batch norm (epsilon 1e-5), plus the shortcut, a projection (1x1
+    convolution and batch norm) where the stride or the width changes. Returned by a function, so that only those
+    notebooks import Flax (Keras on JAX imports this module too)."""
+    from flax import nnx
+
+    class Bottleneck(nnx.Module):
+        """1x1 -> 3x3 (carries the stride) -> 1x1 convolutions with batch norm, plus the shortcut."""
+
+        def __init__(self, channels_in, width, stride, dtype, rngs):
+            channels_out = 4 * width
+            self.conv1 = nnx.Conv(channels_in, width, (1, 1), use_bias=False, dtype=dtype, rngs=rngs)
+            self.bn1 = nnx.BatchNorm(width, epsilon=1e-5, dtype=dtype, rngs=rngs)
+            self.conv2 = nnx.Conv(width, width, (3, 3), strides=stride, padding=((1, 1), (1, 1)), use_bias=False,
+                                  dtype=dtype, rngs=rngs)
+            self.bn2 = nnx.BatchNorm(width, epsilon=1e-5, dtype=dtype, rngs=rngs)
+            self.conv3 = nnx.Conv(width, channels_out, (1, 1), use_bias=False, dtype=dtype, rngs=rngs)
+            self.bn3 = nnx.BatchNorm(channels_out, epsilon=1e-5, dtype=dtype, rngs=rngs)
+            needs_projection = stride != 1 or channels_in != channels_out
+            self.shortcut = nnx.Sequential(
+                nnx.Conv(channels_in, channels_out, (1, 1), strides=stride, use_bias=False, dtype=dtype, rngs=rngs),
+                nnx.BatchNorm(channels_out, epsilon=1e-5, dtype=dtype, rngs=rngs),
+            ) if needs_projection else None
+
+        def __call__(self, x):
+            y = nnx.relu(self.bn1(self.conv1(x)))
+            y = nnx.relu(self.bn2(self.conv2(y)))
+            y = self.bn3(self.conv3(y))
+            return nnx.relu(y + (x if self.shortcut is None else self.shortcut(x)))
+
+    return Bottleneck
 
 
 def cuda_version():

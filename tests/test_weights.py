@@ -54,6 +54,34 @@ def test_wrong_names_shapes_or_task_are_refused(tmp_path):
         weights.load_weights(path, "rnn", hyperparams.for_task("rnn", "smoke"))
 
 
+def test_import_if_asked_loads_a_checked_file_only_where_one_is_named(tmp_path, capsys):
+    params = hyperparams.for_task("rnn", "smoke")
+    reference = weights.reference_weights("rnn", params, seed=3)
+    path = weights.save_weights(str(tmp_path / "w.npz"), "rnn", params, reference)
+    imported = []
+    weights.import_if_asked("", "rnn", params, imported.append)
+    assert imported == [] and capsys.readouterr().out == ""
+    weights.import_if_asked(path, "rnn", params, imported.append)
+    assert len(imported) == 1 and all(np.array_equal(imported[0][k], reference[k]) for k in reference)
+    assert capsys.readouterr().out == "weights from {}\n".format(path)
+    with pytest.raises(ValueError, match="holds weights for task rnn, not cnn"):
+        weights.import_if_asked(path, "cnn", hyperparams.for_task("cnn", "smoke"), imported.append)
+
+
+def test_keras_resnet50_layouts_hold_the_canonical_function_and_come_back():
+    start = weights.resnet50_v1_weights({}, seed=2)
+    biases, epsilon = {"conv1", "layer1.0.conv1", "layer2.0.downsample.0"}, 1.001e-5
+    held = weights.to_keras_resnet50(start, biases, epsilon, hwio_from_oihw=lambda kernel: kernel.transpose(2, 3, 1, 0))
+    assert len(held["conv1"]) == 2 and len(held["layer1.0.conv2"]) == 1 and len(held["layer1.0.bn2"]) == 4
+    assert held["layer4.2.conv3"][0].shape == (1, 1, 512, 2048)
+    expected = weights.resnet50_for_model(start, biases, epsilon)
+    np.testing.assert_array_equal(held["layer1.0.downsample.1"][3], expected["layer1.0.downsample.1.running_var"])
+    back = weights.from_keras_resnet50(held, epsilon, oihw_from_hwio=lambda kernel: kernel.transpose(3, 2, 0, 1))
+    assert set(back) == set(weights.resnet50_shapes()) | {name + ".bias" for name in biases}
+    for name, value in weights.resnet50_from_model(expected, epsilon).items():
+        np.testing.assert_array_equal(back[name], value, err_msg=name)
+
+
 def test_resnet50_layout_is_torchvisions():
     import json
     import subprocess
