@@ -78,5 +78,8 @@ class OnRay:
         records."""
         from runner.run import on_ray
 
-        return list(on_ray.run_jobs(self.cluster, jobs, run_dir, self.profile, self.parameters_of, self.timeout,
-                                    self.device, self.threads, stop_name=self.stop_name, kinds=self.kinds).values())
+        def on_node(job):  # its papermill parameters, the profile and variant included, less the record's path
+            return on_ray.parameters_without_record(job, self.profile, self.parameters_of(job))
+
+        return list(on_ray.run_jobs(self.cluster, jobs, run_dir, self.profile, on_node, self.timeout, self.device,
+                                    self.threads, stop_name=self.stop_name, kinds=self.kinds).values())
