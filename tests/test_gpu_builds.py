@@ -188,7 +188,7 @@ def test_a_run_on_an_h100_gives_the_rows_it_cannot_run_their_reason(tmp_path, mo
     FakeSetup(monkeypatch, tmp_path / "envs", {"pytorch": {
         "framework": "PyTorch", "version": "2.14.1", "gpus": [], "gpu_ok": False,
         "error": "PyTorch 2.14.1 (CUDA 13.0): CUDA driver version is insufficient"}})
-    monkeypatch.setattr(stage, "check_equivalence", lambda jobs, run_dir, say=print: None)
+    monkeypatch.setattr(stage, "check_equivalence", lambda jobs, run_dir, say=print, recheck=False: None)
     monkeypatch.setattr(cli, "in_runner_env", lambda: True)  # this process is the runner's; the scratch .envs/ has none
     status = cli.main(["-f", "mxnet,chainer,pytorch", "-t", "cnn", "-p", "smoke", "--data", "synthetic",
                        "--results", str(tmp_path / "r")])
