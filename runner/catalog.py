@@ -158,6 +158,11 @@ class Job:
         """Its swept hyperparameter and value as overrides ({} outside a sweep)."""
         return dict([self.sweep]) if self.sweep else {}
 
+    @property
+    def progress_name(self) -> str:
+        """Its name in a run's progress lines: its stem, with its round where a run has several."""
+        return self.stem if self.round == 1 else "{} (round {})".format(self.stem, self.round)
+
     def in_round(self, number: int) -> "Job":
         """This job in round `number` of a repeated run (--repeat)."""
         return dataclasses.replace(self, round=number)

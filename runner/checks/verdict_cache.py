@@ -11,14 +11,13 @@ import json
 import os
 from pathlib import Path
 
-from runner import catalog
+from runner import catalog, run_folder
 from runner.run import environments
 
 CACHE_FILE = catalog.ENVS_DIR / "equivalence-verdicts.json"
 # Where the verdicts are kept instead (a file), or '' to keep none: the tests' runs plant faults the key cannot see
 PATH_VARIABLE = "ROSETTA_VERDICTS"
 CODE_FOLDERS = ("common", "frameworks", "runner/checks")  # the code a notebook and the check run
-REFERENCE = "pytorch"  # runner.run_folder.EQUIVALENCE_REFERENCE
 
 
 def cpu_model():
@@ -42,7 +41,7 @@ def _code_digest():
 def decided_by(job, code=None):
     """The key of `job`'s verdict: a digest of everything that decides it (see the module's docstring); `code`: the
     code's digest where the caller has it already."""
-    reference = catalog.select([REFERENCE], [job.task])[0]
+    reference = catalog.select([run_folder.EQUIVALENCE_REFERENCE], [job.task])[0]
     digest = hashlib.sha256()
     for part in (job.stem, job.notebook.read_bytes(), reference.notebook.read_bytes(), code or _code_digest(),
                  (environments.read_stamp(job.environment) or {}).get("lock") or "",

@@ -300,7 +300,7 @@ def samples_per_s(record):
 def judge_rounds(rows):
     """Fill each repeated row's vs_best fields: its median over the best row's of its task (the lowest median among
     the rows of the same sweep value), with the ratio's interval and the verdict, 'within noise' where the interval
-    holds 1 (runner/report/intervals.py). Rows are given their own copy of the samples they were judged on."""
+    holds 1 (runner/report/intervals.py), judged on the samples row_with_samples put under '_samples'."""
     groups = {}
     for r in rows:
         if r["headline_n"]:

@@ -143,8 +143,8 @@ def run_on_ray(settings, jobs, run_dir, parameters_of, machine, stop_name, kind_
         executor = executors.OnRay(cluster, settings.profile, parameters_of, settings.timeout, settings.device,
                                    None if settings.threads_default else settings.threads, stop_name=stop_name,
                                    kinds=kinds)
-        for job in jobs:  # the rounds' folders
-            for base in (kinds or {None: run_dir}).values():
+        for job in jobs:  # the rounds' folders in each kind's (execute made the run folder's)
+            for base in (kinds or {}).values():
                 run_folder.round_folder(base, job.round).mkdir(exist_ok=True)
         executor.run(jobs, run_dir)
 
@@ -279,10 +279,10 @@ def execute(settings, stopped_by):
         reason = (unavailable.get(job.variant.env) or missing_packages_reason(job)) if local else None
         if reason:
             execution.write_not_run(folder, job, settings.profile, "unavailable", reason)
-            print("{}: UNAVAILABLE; {}".format(executors.named(job), reason))
+            print("{}: UNAVAILABLE; {}".format(job.progress_name, reason))
         elif job.refused:  # its framework's refusal, known without starting its kernel
             execution.write_not_run(folder, job, settings.profile, "unsupported", job.refused)
-            print("{}: UNSUPPORTED; {}".format(executors.named(job), job.refused))
+            print("{}: UNSUPPORTED; {}".format(job.progress_name, job.refused))
         else:
             runnable.append(job)
     started, interrupted, kind_runs = time.time(), 0, []

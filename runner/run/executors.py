@@ -16,11 +16,6 @@ def clock(seconds):
     return "{:d}:{:02d}".format(int(seconds // 60), int(seconds % 60))
 
 
-def named(job):
-    """A job as the progress lines name it: its stem, with its round where a run has several."""
-    return job.stem if job.round == 1 else "{} (round {})".format(job.stem, job.round)
-
-
 class Sequential:
     """Each job on its kernel on this machine, one after another, in the order given."""
 
@@ -40,7 +35,7 @@ class Sequential:
         try:
             for number, job in enumerate(jobs, 1):
                 print("[{}/{} {}] {} on kernel {} ...".format(number, len(jobs), clock(time.time() - self.started),
-                                                             named(job), job.environment.kernel_name))
+                                                             job.progress_name, job.environment.kernel_name))
                 sys.stdout.flush()
                 self.running, started = job, time.time()
                 record = execution.run_job(job, run_folder.round_folder(run_dir, job.round), self.profile,
@@ -50,7 +45,7 @@ class Sequential:
                 records.append(record)
                 outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]
                 print("[{}/{} {}] {}: {} after {:.0f} s; {}".format(
-                    number, len(jobs), clock(time.time() - self.started), named(job), record["status"].upper(),
+                    number, len(jobs), clock(time.time() - self.started), job.progress_name, record["status"].upper(),
                     record.get("duration_s") or 0, outcome))
         except KeyboardInterrupt:
             execution.end_kernels()  # the running notebook's kernel, also one papermill was still starting

@@ -446,8 +446,7 @@ def run_on_node(spec, placements):
         before = machine_probe.speed()
         status, error = execution.run_notebook(catalog.REPO / spec["notebook"], output, spec["kernel"], parameters,
                                                work, spec["timeout"], show_output=False)
-        elapsed = round(time.time() - started, 3)
-        return {"status": status, "error": error, "elapsed": elapsed, "ceiling": node_ceiling,
+        return {"status": status, "error": error, "elapsed": round(time.time() - started, 3), "ceiling": node_ceiling,
                 "machine_probe": {"before": before, "after": machine_probe.speed()},
                 "notebook": output.read_bytes() if output.exists() else None,
                 "record": record_path.read_text() if record_path.exists() else None,
@@ -507,8 +506,7 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
                for kind, folder in (kinds or {None: run_dir}).items() for job in jobs]
 
     def named(job, kind):
-        name = job.stem if job.round == 1 else "{}@round-{}".format(job.stem, job.round)
-        return "{}/{}".format(kind, name) if kind else name
+        return "{}/{}".format(kind, job.progress_name) if kind else job.progress_name
 
     for job, folder, kind in entries:
         devices = tasks.get(job.task).devices(parameters_of(job)["overrides"])
