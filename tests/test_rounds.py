@@ -4,6 +4,9 @@ rounds only, and the table's medians, intervals and 'within noise' marks over ro
 import csv
 import json
 import re
+import subprocess
+import sys
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -130,20 +133,45 @@ def test_a_planted_slow_down_of_the_machine_probe_during_one_notebook_flags_that
 
     def probe():  # before and after each of three notebooks, in catalog order: calls 3 and 4 are the second's
         calls.append(len(calls) + 1)
-        slower = 1.3 if calls[-1] in (3, 4) else 1.0
+        slower = 1.5 if calls[-1] in (3, 4) else 1.3 if calls[-1] == 5 else 1.0  # the third's: slow at one end only
         return {"python_s": 0.020 * slower, "numpy_s": 0.025, "at": 0.0}
 
     monkeypatch.setattr(machine_probe, "speed", probe)
+    monkeypatch.setattr(machine_probe, "cpu_seconds_of_others", lambda: 0.0)
     assert cli.main(["-f", "ok", "-t", "cnn", "-p", "smoke", "--sweep", "epochs=1,2,3", "--data", "synthetic",
                      "--results", str(tmp_path), "-q"]) == 0
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert len(calls) == 6
     rows = {row["sweep_value"]: row for row in csv.DictReader(open(str(run_dir / "results.csv")))}
-    assert abs(float(rows["2"]["machine_slowdown"]) - 0.3) < 1e-6
+    assert abs(float(rows["2"]["machine_slowdown"]) - 0.5) < 1e-6
     assert float(rows["1"]["machine_slowdown"]) == float(rows["3"]["machine_slowdown"]) == 0.0
+    assert float(rows["1"]["others_cores"]) == 0.0
     text = (run_dir / "results.md").read_text()
-    assert text.count("machine 30% slower during this row") == 1 and "OK · epochs=2: machine 30% slower" in text
-    assert "6 probes, the loop 20.0 to 26.0 ms" in text
+    assert text.count("machine 50% slower during this row") == 1 and "OK · epochs=2: machine 50% slower" in text
+    assert "6 probes, the loop 20.0 to 30.0 ms" in text and "cores busy during this row" not in text
+
+
+def test_the_machine_watch_counts_the_cores_another_program_kept_busy():
+    watch = machine_probe.Watch()
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 2\nwhile time.time() < end: pass"])
+    try:
+        time.sleep(2.0)
+        readings = watch.ended(settled=lambda: busy.poll() is not None)  # the busy child ends, unwaited: not ours yet
+    finally:
+        busy.wait(timeout=30)
+    assert readings["others_cores"] > 0.3  # a whole core busy for most of the span, shared with whatever else runs
+    assert readings["before"]["python_s"] > 0 and readings["after"]["numpy_s"] > 0
+
+
+def test_the_machine_watch_waits_for_the_kernel_to_exit_before_its_last_probe():
+    watch, asked = machine_probe.Watch(probe=lambda: {"python_s": 0.01, "numpy_s": 0.01, "at": time.time()}), []
+
+    def settled():
+        asked.append(time.time())
+        return len(asked) >= 3
+
+    readings = watch.ended(settled)
+    assert len(asked) == 3 and readings["after"]["at"] >= asked[-1]
 
 
 def test_the_machine_probe_gives_the_best_times_of_its_fixed_work():

@@ -10,6 +10,7 @@ verdict files of a results folder (runner/run_folder.py).
 """
 
 import dataclasses
+import statistics
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -53,15 +54,19 @@ def headline_of(record):
 
 
 def with_rounds(records, later):
-    """The first round's records, each given 'rounds' (how many rounds the run had) and 'round_headlines' (its
-    headline figure in each round it finished in, in round order); `later`: {round number: that round's records}."""
+    """The first round's records, each given 'rounds' (how many rounds the run had), 'round_headlines' (its
+    headline figure in each round it finished in, in round order) and 'round_probes' (its machine probe in each round
+    that has one); `later`: {round number: that round's records}."""
     by_round = {number: {row_identity(r): r for r in found} for number, found in later.items()}
     rounds = 1 + len(later)
     kept = []
     for record in records:
         figures = [headline_of(record)] + [headline_of(by_round[number].get(row_identity(record), {}))
                                           for number in sorted(by_round)]
-        kept.append(dict(record, rounds=rounds, round_headlines=[f for f in figures if f is not None]))
+        probes = [record.get("machine_probe")] + [by_round[number].get(row_identity(record), {}).get("machine_probe")
+                                                  for number in sorted(by_round)]
+        kept.append(dict(record, rounds=rounds, round_headlines=[f for f in figures if f is not None],
+                         round_probes=[p for p in probes if p]))
     return kept
 
 
@@ -273,6 +278,7 @@ FIELDS = (
     Field("vs_best_high"),
     Field("vs_best_verdict"),
     Field("machine_slowdown"),  # how much slower the machine probe ran around this row than at its run's fastest
+    Field("others_cores"),  # how many cores other programs kept busy while this row ran (judge_machine)
 )
 
 
@@ -314,45 +320,67 @@ def judge_rounds(rows):
     return rows
 
 
-MACHINE_NOISE = 0.10  # a row whose machine probe ran this much slower than the run's fastest probe is flagged
+MACHINE_NOISE = 0.40  # a row whose machine probe ran this much slower than the run's fastest, at both ends, is flagged
+# (the single-core probe on this project's 2-core VM moves by up to ~35% between quiet moments: docs/measurements.md)
+OTHERS_BUSY_CORES = 0.25  # a row during which other programs kept more cores than this busy, on average, is flagged
+PROBE_KEYS = ("python_s", "numpy_s")
+
+
+def probes_of(record_or_row):
+    """The machine probes of a record over its rounds (round_probes), or its own alone; [] where it has none."""
+    found = record_or_row.get("round_probes") or [record_or_row.get("machine_probe")]
+    return [probe for probe in found if probe]
 
 
 def judge_machine(rows):
-    """Fill each row's machine_slowdown: how much slower the machine probe (runner/run/machine_probe.py), taken before
-    and after its notebook, ran than the fastest probe of the same machine in the run, the worse of the two."""
+    """Fill each finished row's machine_slowdown and others_cores (runner/run/machine_probe.py), each the median over
+    its rounds: the slowdown of a round is how much slower than the same machine's fastest probe in the run the probe
+    ran at both ends of the notebook (the lesser of before and after: a machine slowed throughout, not a moment),
+    the worse of the loop and the products; others_cores, how many cores other programs kept busy meanwhile."""
     fastest = {}
     for r in rows:
-        for probe in (r["_probe"] or {}).values():
-            if probe:
-                best = fastest.setdefault(r["hardware"], dict(probe))
-                for key in ("python_s", "numpy_s"):
-                    best[key] = min(best[key], probe[key])
+        for probe in r["_probes"]:
+            for reading in (probe.get("before"), probe.get("after")):
+                if reading:
+                    best = fastest.setdefault(r["hardware"], {key: reading[key] for key in PROBE_KEYS})
+                    for key in PROBE_KEYS:
+                        best[key] = min(best[key], reading[key])
     for r in rows:
-        probes = [probe for probe in (r["_probe"] or {}).values() if probe]
-        if probes and r["status"] == "ok":  # a row without figures has no timing to doubt
-            r["machine_slowdown"] = max(probe[key] / fastest[r["hardware"]][key] - 1.0
-                                        for probe in probes for key in ("python_s", "numpy_s"))
+        if r["status"] != "ok":  # a row without figures has no timing to doubt
+            continue
+        slowdowns = [max(min(probe["before"][key], probe["after"][key]) / fastest[r["hardware"]][key] - 1.0
+                         for key in PROBE_KEYS) for probe in r["_probes"] if probe.get("before") and probe.get("after")]
+        busy = [probe["others_cores"] for probe in r["_probes"] if probe.get("others_cores") is not None]
+        r["machine_slowdown"] = statistics.median(slowdowns) if slowdowns else None
+        r["others_cores"] = statistics.median(busy) if busy else None
     return rows
 
 
 def machine_note(records):
-    """The machine probe's spread over a run (the fastest and slowest of each timing), None where no row has one."""
-    probes = [probe for record in records for probe in (record.get("machine_probe") or {}).values() if probe]
-    if not probes:
+    """The machine's readings over a run (the probe's fastest and slowest timings, the most cores other programs
+    kept busy during a notebook), None where no row has them."""
+    probes = [probe for record in records for probe in probes_of(record)]
+    readings = [reading for probe in probes for reading in (probe.get("before"), probe.get("after")) if reading]
+    if not readings:
         return None
-    python, numpy = [[probe[key] * 1000 for probe in probes] for key in ("python_s", "numpy_s")]
-    return ("Machine probe (a fixed pure-Python loop and NumPy products on one core, before and after every notebook): "
-            "{} probes, the loop {:.1f} to {:.1f} ms, the products {:.1f} to {:.1f} ms; a row during which it ran more "
-            "than {:.0f}% slower than the run's fastest probe is named under its table.".format(
-                len(probes), min(python), max(python), min(numpy), max(numpy), 100 * MACHINE_NOISE))
+    python, numpy = [[reading[key] * 1000 for reading in readings] for key in PROBE_KEYS]
+    busy = [probe["others_cores"] for probe in probes if probe.get("others_cores") is not None]
+    return ("Machine watch (runner/run/machine_probe.py): a fixed pure-Python loop and NumPy products on one core "
+            "before and after every notebook, {} probes, the loop {:.1f} to {:.1f} ms, the products {:.1f} to {:.1f} "
+            "ms{}. A row is named under its table where, as the median over its rounds, the probe ran more than {:.0f}% "
+            "slower than the run's fastest at both ends of the notebook, or other programs kept more than {} cores "
+            "busy while it ran.".format(
+                len(readings), min(python), max(python), min(numpy), max(numpy),
+                "; other programs kept up to {:.2f} cores busy during a notebook".format(max(busy)) if busy else "",
+                100 * MACHINE_NOISE, OTHERS_BUSY_CORES))
 
 
 def row_with_samples(record):
     """row() of a record, holding under '_samples' its headline figures over rounds (judge_rounds) and under
-    '_probe' its machine probes (judge_machine)."""
+    '_probes' its machine probes over rounds (judge_machine)."""
     r = row(record)
     r["_samples"] = record.get("round_headlines") if r["headline_n"] else None
-    r["_probe"] = record.get("machine_probe")
+    r["_probes"] = probes_of(record)
     return r
 
 
@@ -361,7 +389,7 @@ def judged_rows(records):
     rows = judge_machine(judge_rounds([row_with_samples(r) for r in records]))
     for r in rows:
         r.pop("_samples", None)
-        r.pop("_probe", None)
+        r.pop("_probes", None)
     return rows
 
 
@@ -586,8 +614,10 @@ def row_notes(rows):
     lines = []
     for r in rows:
         if (r.get("machine_slowdown") or 0) > MACHINE_NOISE:
-            lines.append("{}: machine {:.0f}% slower during this row (its probe before or after the notebook, against "
+            lines.append("{}: machine {:.0f}% slower during this row (its probe before and after the notebook, against "
                          "the run's fastest).".format(label(r), 100 * r["machine_slowdown"]))
+        if (r.get("others_cores") or 0) > OTHERS_BUSY_CORES:
+            lines.append("{}: other programs kept {:.1f} cores busy during this row.".format(label(r), r["others_cores"]))
         if r["gpu_unused"]:
             lines.append("{}: {}.".format(label(r), r["gpu_unused"]))
         if (r["build"] or "").startswith("adopted"):

@@ -295,7 +295,7 @@ def execute(settings, stopped_by):
         else:
             executor = executors.Sequential(settings.profile, parameters_of, settings.timeout,
                                             show_output=not settings.quiet, started=started, stop_name=stop_name,
-                                            watch=machine_probe.speed)
+                                            watch=machine_probe.watching)
             executor.run(runnable, run_dir)
         write_rows_not_run(settings, run_dir)
     except RayError as error:

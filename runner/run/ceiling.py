@@ -27,7 +27,7 @@ from pathlib import Path
 
 from common import flops
 from runner import catalog, run_folder
-from runner.run import environments
+from runner.run import environments, machine_probe
 
 PROBE = Path(__file__).resolve().with_name("gemm_probe.py")  # run as a script in each environment
 CACHE_FILE = "ceilings.json"  # in .envs/: {key: measured ceiling}
@@ -35,7 +35,7 @@ BUDGET_S = 1.5  # timed repeats per path, after its calibration (runner/run/gemm
 PATH_LIMIT_S = 20.0  # a path unanswered after this long is stopped and reported so: the others still are measured
 START_LIMIT_S = 60.0  # an environment's interpreter start and imports, before its first path
 BUSY_CORES = 0.25  # a ceiling measured while other programs kept more cores than this busy is not cached
-BUSY_WALL_S = 1.0  # a measurement shorter than this cannot tell (a tick of the system's CPU clock is 10 ms)
+BUSY_WALL_S = machine_probe.BUSY_WALL_S  # a measurement shorter than this cannot tell busy cores
 TAKES = 3  # quiet measurements, one per run, before a machine's ceiling is kept as it is: the best of them, its spread said
 # Set (to anything) to leave the ceiling unmeasured: the tests' runs of fixture notebooks, which compute nothing it bounds
 SKIP_VARIABLE = "ROSETTA_NO_CEILING"
@@ -155,20 +155,7 @@ def best_per_precision(measured):
     return best
 
 
-def cpu_seconds_of_others():
-    """CPU seconds the whole machine has spent busy (its hypervisor's steal included) less this process's and its
-    waited children's, from /proc/stat: what other programs took. None where the system does not show it."""
-    try:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(value) for value in fields[:8])
-    except (OSError, ValueError, IndexError):
-        return None
-    mine = os.times()
-    busy = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-    return busy - (mine.user + mine.system + mine.children_user + mine.children_system)
-
-
-def measure(device, threads, gpu=None, probe=run_probe, say=print, paths=None, others=cpu_seconds_of_others):
+def measure(device, threads, gpu=None, probe=run_probe, say=print, paths=None, others=machine_probe.cpu_seconds_of_others):
     """Measure the ceiling now: {"device", "threads", "ceilings": {precision: best path}, "paths": {path: answer},
     "busy_cores": how many cores other programs kept busy meanwhile (None where unknown)}. `paths` chooses some of
     the device's paths (all by default)."""
@@ -201,7 +188,7 @@ def merged(earlier, now):
 
 
 def cached_or_measured(device, threads, gpu=None, probe=run_probe, cache_dir=None, say=print,
-                       others=cpu_seconds_of_others):
+                       others=machine_probe.cpu_seconds_of_others):
     """The machine's ceiling, from the cache in `cache_dir` (.envs/) where this key was measured, else measured now:
     measure()'s answer with the key, whether it came from the cache, and the command that measures it. A cached entry
     whose paths include one that failed for a reason that may pass (no answer in its time, the probe failing) has

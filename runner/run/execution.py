@@ -97,12 +97,9 @@ def _watch(process, watch, every_s=0.25):
         time.sleep(every_s)
 
 
-def end_kernels():
-    """Kill every kernel this process started that still runs (its children running ipykernel), each with its process
-    group (a kernel leads a session of its own: what it started goes with it); return their ids. A run stopped by a
-    signal calls it, so that no kernel outlives the run, whatever the moment the signal came (a kernel still
-    starting is one papermill cannot yet stop)."""
-    ended = []
+def kernels():
+    """The ids of the kernels this process started that still run: its children running ipykernel."""
+    found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -111,9 +108,23 @@ def end_kernels():
             command = (proc / "cmdline").read_bytes().split(b"\0")
         except (OSError, ValueError, IndexError):
             continue
-        if parent != os.getpid() or b"ipykernel_launcher" not in command:
-            continue
-        pid = int(proc.name)
+        if parent == os.getpid() and b"ipykernel_launcher" in command:
+            found.append(int(proc.name))
+    return found
+
+
+def kernels_ended():
+    """Whether every kernel this process started has exited (what the machine probe waits for after a notebook)."""
+    return not kernels()
+
+
+def end_kernels():
+    """Kill every kernel this process started that still runs, each with its process group (a kernel leads a session
+    of its own: what it started goes with it); return their ids. A run stopped by a signal calls it, so that no kernel
+    outlives the run, whatever the moment the signal came (a kernel still starting is one papermill cannot yet
+    stop)."""
+    ended = []
+    for pid in kernels():
         try:
             if os.getpgid(pid) == pid:
                 os.killpg(pid, signal.SIGKILL)
@@ -283,16 +294,17 @@ def notebook_parameters(job, profile, parameters, record_path):
 
 def run_job(job, run_dir, profile, parameters, timeout, show_output=True, watch=None):
     """Run one catalog job into `run_dir`; return its result record (the notebook's own, or a failure record).
-    `watch`: the machine probe (runner/run/machine_probe.py speed) taken before and after, kept in the record."""
+    `watch`: what starts the machine's watch over the notebook (runner/run/machine_probe.py watching), its readings
+    kept in the record."""
     output = run_dir / (job.stem + ".ipynb")
     record_path = run_folder.record_path(run_dir, job.stem)
-    before = watch() if watch else None
+    watched = watch() if watch else None
     started = time.time()
     status, error = run_notebook(job.notebook, output, job.environment.kernel_name,
                                  notebook_parameters(job, profile, parameters, record_path), run_dir, timeout,
                                  show_output)
     elapsed = round(time.time() - started, 3)
-    extra = {"machine_probe": {"before": before, "after": watch()}} if watch else None
+    extra = {"machine_probe": watched.ended(kernels_ended)} if watched else None
     return finish_record(job, run_dir, profile, status, error, elapsed, extra=extra)
 
 

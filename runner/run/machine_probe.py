@@ -1,50 +1,96 @@
-"""How fast this machine is at a moment: a short fixed probe, well under a second, taken before and after every
-notebook, so that a row during which the machine slowed (other work, thermal limits, a noisy neighbour) can be flagged
-in the table (runner/report/table.py) instead of being read as the framework's speed.
+"""How fast this machine is while a notebook runs, and what else ran on it meanwhile, so that a row measured on a
+slowed or shared machine (other work, thermal limits, a noisy neighbour, a hypervisor taking the CPU) is flagged in
+the table (runner/report/table.py) instead of being read as the framework's speed.
 
-The probe times fixed work on one core: a pure-Python loop (the interpreter: what a notebook's Python between
-kernels costs) and a loop of small NumPy products (a 96x96 float64 product, which BLAS libraries run on one thread),
-each the best of REPEATS timings, so that one interruption does not count. Its figures are seconds: lower is faster.
-A record keeps them as {"machine_probe": {"before": speed(), "after": speed()}}.
+Two readings, kept in each record as {"machine_probe": {"before": speed(), "after": speed(), "others_cores": x}}:
+- the probe, before and after the notebook: fixed work on one core, a pure-Python loop (the interpreter: what a
+  notebook's Python between kernels costs) and small NumPy products (96x96 float64, which BLAS runs on one thread),
+  each timed SAMPLES times in short interleaved pieces and reported as the best piece scaled to the whole work, in
+  seconds (lower is faster). The best of many short pieces is what the machine gave at its quietest in those
+  ~0.1 s; a moment's interruption does not count, a machine slowed throughout does. The "after" probe waits until
+  the notebook's kernel has exited (its shutdown is not the machine's state).
+- others_cores: how many cores other programs kept busy, on average, over the whole notebook: the machine's busy
+  time from /proc/stat (the hypervisor's steal included) less this process's and its children's, over the wall time.
+  The probe sees two moments; this sees everything in between.
 """
 
+import os
 import time
+from pathlib import Path
 
-REPEATS = 5
-PYTHON_ITERATIONS = 200_000
-PRODUCTS = 400
+SAMPLES = 20  # pieces of each work timed, interleaved; the best one counts
+PYTHON_ITERATIONS = 200_000  # the pure-Python loop's whole work (SAMPLES pieces of it are timed)
+PRODUCTS = 400  # the NumPy products' whole work
 SIZE = 96
+SETTLE_S = 10.0  # the "after" probe waits at most this long for the notebook's kernel to exit
+BUSY_WALL_S = 1.0  # others_cores of a shorter span cannot tell (a tick of the system's CPU clock is 10 ms)
 
 
-def _best(work):
-    """The shortest of REPEATS timings of `work()`, in seconds."""
-    best = None
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        work()
-        elapsed = time.perf_counter() - started
-        best = elapsed if best is None else min(best, elapsed)
-    return best
-
-
-def _python_loop():
+def _python_piece(iterations):
     total = 0
-    for number in range(PYTHON_ITERATIONS):
+    for number in range(iterations):
         total += number * number % 7
     return total
 
 
 def speed():
-    """{'python_s', 'numpy_s', 'at'}: the best times of the fixed work now (lower is faster) and when it was taken."""
+    """{'python_s', 'numpy_s', 'at'}: the fixed work's time at the machine's best now (lower is faster), and when."""
     import numpy
 
     matrix = numpy.random.default_rng(0).standard_normal((SIZE, SIZE))
+    python_piece, products_piece = PYTHON_ITERATIONS // SAMPLES, PRODUCTS // SAMPLES
 
     def products():
         result = matrix
-        for _ in range(PRODUCTS):
+        for _ in range(products_piece):
             result = matrix @ matrix
         return result
 
-    return {"python_s": round(_best(_python_loop), 6), "numpy_s": round(_best(products), 6),
+    best = {"python_s": None, "numpy_s": None}
+    for _ in range(SAMPLES):
+        for key, work in (("python_s", lambda: _python_piece(python_piece)), ("numpy_s", products)):
+            started = time.perf_counter()
+            work()
+            elapsed = time.perf_counter() - started
+            best[key] = elapsed if best[key] is None else min(best[key], elapsed)
+    return {"python_s": round(best["python_s"] * SAMPLES, 6), "numpy_s": round(best["numpy_s"] * SAMPLES, 6),
             "at": round(time.time(), 3)}
+
+
+def cpu_seconds_of_others():
+    """CPU seconds the whole machine has spent busy (its hypervisor's steal included) less this process's and its
+    waited children's, from /proc/stat: what other programs took. None where the system does not show it."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(value) for value in fields[:8])
+    except (OSError, ValueError, IndexError):
+        return None
+    mine = os.times()
+    busy = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    return busy - (mine.user + mine.system + mine.children_user + mine.children_system)
+
+
+class Watch:
+    """The machine watched over one notebook: made just before it starts, `ended()` once it has finished."""
+
+    def __init__(self, probe=None, others=None):
+        self.probe = probe or speed
+        self.others = others or cpu_seconds_of_others
+        self.before = self.probe()
+        self.started, self.others_before = time.monotonic(), self.others()
+
+    def ended(self, settled=lambda: True):
+        """The record's machine_probe: the probe before, the probe after (taken once `settled()` holds, the kernel
+        gone, or after SETTLE_S) and others_cores over the notebook (None where it cannot tell)."""
+        deadline = time.monotonic() + SETTLE_S
+        while not settled() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        others_after, wall = self.others(), time.monotonic() - self.started
+        known = None not in (self.others_before, others_after) and wall >= BUSY_WALL_S
+        return {"before": self.before, "after": self.probe(),
+                "others_cores": round(max(0.0, others_after - self.others_before) / wall, 3) if known else None}
+
+
+def watching():
+    """A Watch started now (what the executors call before each notebook)."""
+    return Watch()

@@ -443,11 +443,11 @@ def run_on_node(spec, placements):
         if parameters.get("data_source") == "real" and dataset is not None:  # this node's copy, fetched once
             from common import datasets
             datasets.download(datasets.REMOTE_FILES[dataset])
-        before = machine_probe.speed()
+        watched = machine_probe.watching()
         status, error = execution.run_notebook(catalog.REPO / spec["notebook"], output, spec["kernel"], parameters,
                                                work, spec["timeout"], show_output=False)
         return {"status": status, "error": error, "elapsed": round(time.time() - started, 3), "ceiling": node_ceiling,
-                "machine_probe": {"before": before, "after": machine_probe.speed()},
+                "machine_probe": watched.ended(execution.kernels_ended),
                 "notebook": output.read_bytes() if output.exists() else None,
                 "record": record_path.read_text() if record_path.exists() else None,
                 "placement": {"host": socket.gethostname(), "node_ip": this.get("NodeManagerAddress"),
