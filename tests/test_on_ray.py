@@ -319,22 +319,34 @@ def test_a_gpu_notebook_whose_only_gpu_node_is_lost_is_a_row_that_says_so(fixtur
     assert {record["error"] for record in records.values()} == {"node lost: no node left in the cluster can run it"}
 
 
-def test_a_node_with_another_checkout_is_refused_in_one_line(fixture_catalog, loopback_cluster, tmp_path, capsys):
+def test_a_node_with_an_uncommitted_edit_fails_its_own_tasks_in_one_line_and_blocks_no_other(
+        fixture_catalog, loopback_cluster, tmp_path, monkeypatch):
     import shutil
 
-    other = tmp_path / "other-checkout"  # the runner's code, outside any git repository: no commit
-    for folder in ("runner", "common"):
-        shutil.copytree(str(catalog.REPO / folder), str(other / folder))
-    stranger = on_ray.start_node("127.0.0.6", head=loopback_cluster["head"].address, cpus=1, resources=RUNNER_ENV,
+    other = tmp_path / "other-checkout"  # this checkout's code and notebooks, outside git, with one file edited
+    for folder in ("runner", "common", "frameworks", "tests/fixtures"):
+        shutil.copytree(str(catalog.REPO / folder), str(other / folder), ignore=shutil.ignore_patterns("__pycache__"))
+    with open(str(other / "runner" / "run" / "on_ray.py"), "a") as edited:
+        edited.write("# an edit not in the run's code\n")
+    stranger = on_ray.start_node("127.0.0.6", head=loopback_cluster["head"].address, cpus=1,  # the only node with
+                                 resources={"rosetta_node": 1, "rosetta_env_pytorch": 1000},  # OK's environment
                                  checkout=other, options=["--min-worker-port", "21300", "--max-worker-port", "21399"])
+    monkeypatch.setattr(catalog, "FRAMEWORKS", SLEEPS)
     try:
-        status = cli.main(["run", "-f", "ok", "--results", str(tmp_path / "results"), "--on", "ray", "--address",
-                           loopback_cluster["head"].address, "--no-setup"] + RUN)
+        status = cli.main(["run", "-f", "sleeps,ok", "--device", "cpu", "--results", str(tmp_path / "results"),
+                           "--on", "ray", "--address", loopback_cluster["head"].address, "--no-setup"] + RUN)
     finally:
         stranger.stop()
     assert status == 1
-    error = capsys.readouterr().err
-    assert "node 127.0.0.6 has commit none where this checkout has " in error and error.count("\n") == 1
+    (run_dir,) = run_dirs(tmp_path / "results")
+    records = records_by_stem(run_dir)
+    error = records["OK_CNN"]["error"]
+    assert records["OK_CNN"]["status"] == "failed" and "\n" not in error
+    assert re.fullmatch(r"node 127\.0\.0\.6 runs other code than the run \(fingerprint [0-9a-f]{16}, the run's "
+                        r"[0-9a-f]{16}\): runner/run/on_ray\.py differs", error), error
+    sleeps = [records["Sleeps_CNN-a"], records["Sleeps_CNN-b"]]  # the other nodes' rows ran, each saying its code
+    assert all(row["status"] == "ok" and row["placement"]["node_ip"] != "127.0.0.6" for row in sleeps)
+    assert len({row["code_fingerprint"] for row in sleeps}) == 1 and sleeps[0]["code_fingerprint"] in error
 
 
 def test_the_node_command_starts_a_head_that_a_run_joins_and_stops_on_sigterm(fixture_catalog, tmp_path, monkeypatch):

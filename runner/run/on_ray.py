@@ -12,7 +12,6 @@ Ray retries a task once when its worker or node is lost (the attempt number says
 row, as in a sequential run, and is never retried. Ctrl-C cancels every task, which ends their kernels.
 """
 
-import hashlib
 import json
 import os
 import re
@@ -310,65 +309,90 @@ def fits(resources, node):
 
 CHECKOUT_VARIABLE = "ROSETTA_CHECKOUT"  # on every node: the checkout its tasks run from (start_node sets it)
 # A task's first step on its node, shipped by value (cloudpickle pickles a function of a module it cannot import by
-# value): Ray puts the driver's folders first on its workers' sys.path, so without it a node whose checkout lives
-# elsewhere could import another copy of the runner. It imports the runner from the node's own checkout and calls
-# runner.run.on_ray.<name> there.
+# value), so that it is always the run's own code, whatever checkout the node holds. Ray puts the driver's folders
+# first on its workers' sys.path, so without it a node whose checkout lives elsewhere could import another copy of the
+# runner. It first compares the code the node would run (every .py file of common/, frameworks/, runner/ and the
+# task's notebooks, uncommitted edits included) with the run's (`expected`, code_digests on the head): where they
+# differ it answers {"code_differs": one line} and runs nothing. Else it imports the runner from the node's own
+# checkout and calls runner.run.on_ray.<name> there. The head computes the same digests with the same function.
 _BOOTSTRAP = """
-def on_node(name, *args):
+CODE_FOLDERS = ("common", "frameworks", "runner")
+
+
+def code_digests(root, notebooks):
+    import hashlib, os
+    digests = {}
+    for folder in CODE_FOLDERS:
+        for parent, folders, files in os.walk(os.path.join(root, folder)):
+            folders[:] = [name for name in folders if name != "__pycache__"]
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(parent, name)
+                    with open(path, "rb") as code:
+                        digests[os.path.relpath(path, root)] = hashlib.sha256(code.read()).hexdigest()
+    for name in notebooks:
+        path = os.path.join(root, name)
+        if os.path.exists(path):
+            with open(path, "rb") as notebook:
+                digests[name] = hashlib.sha256(notebook.read()).hexdigest()
+    return digests
+
+
+def code_only(digests):
+    return {path: digest for path, digest in digests.items() if not path.endswith(".ipynb")}
+
+
+def fingerprint(digests):
+    import hashlib, json
+    return hashlib.sha256(json.dumps(sorted(digests.items())).encode()).hexdigest()[:16]
+
+
+def on_node(name, expected, *args):
     import importlib, os, sys
     checkout = os.environ.get("ROSETTA_CHECKOUT")
     if not checkout:
         raise RuntimeError("this Ray node was started without ROSETTA_CHECKOUT, the checkout its notebooks run from "
                            "(docs/cluster.md)")
+    if expected is not None:
+        import ray
+        there = code_digests(checkout, [path for path in expected if path.endswith(".ipynb")])
+        differ = sorted(path for path in set(there) | set(expected) if there.get(path) != expected.get(path))
+        if differ:
+            return {"code_differs": "node {} runs other code than the run (fingerprint {}, the run's {}): {}".format(
+                ray.util.get_node_ip_address(), fingerprint(code_only(there)), fingerprint(code_only(expected)),
+                "{} differs".format(differ[0]) if len(differ) == 1 else "{} files differ ({}{})".format(
+                    len(differ), ", ".join(differ[:3]), ", ..." if len(differ) > 3 else ""))}
     if sys.path[0] != checkout:
         sys.path.insert(0, checkout)
-        for module in [m for m in sys.modules if m.split(".")[0] in ("runner", "common", "frameworks")]:
+        for module in [m for m in sys.modules if m.split(".")[0] in CODE_FOLDERS]:
             del sys.modules[module]
     return getattr(importlib.import_module("runner.run.on_ray"), name)(*args)
 """
 
 
-def on_node_function():
-    """The bootstrap above as a function of a module no worker can import, so that Ray ships its code."""
+def bootstrap():
+    """The bootstrap above as a namespace of a module no worker can import (so that Ray ships its functions' code):
+    on_node, code_digests, fingerprint."""
     namespace = {"__name__": "rosetta_ray_bootstrap"}
     exec(compile(_BOOTSTRAP, "<rosetta_ray_bootstrap>", "exec"), namespace)  # our own constant code, nothing from outside
-    return namespace["on_node"]
+    return namespace
 
 
-def checkout_fingerprint(notebooks):
-    """This checkout's commit (where git knows it) and the sha256 of each of `notebooks` (paths relative to it)."""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=str(catalog.REPO), capture_output=True, text=True,
-                                timeout=30).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
-    digests = {}
-    for name in notebooks:
-        path = catalog.REPO / name
-        digests[name] = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
-    return {"commit": commit, "notebooks": digests}
+def on_node_function():
+    """The task's first step on its node (bootstrap's on_node): on_node(name, expected code or None, *args)."""
+    return bootstrap()["on_node"]
 
 
-def check_checkouts(cluster, notebooks):
-    """RayError where a node's checkout differs from this one's (commit, or one of the run's notebooks)."""
-    ray = cluster.ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+def run_code(notebooks):
+    """code_digests of this checkout for a task running `notebooks` (paths relative to it): what every node's code
+    must match."""
+    return bootstrap()["code_digests"](str(catalog.REPO), notebooks)
 
-    here = checkout_fingerprint(notebooks)
-    remote = ray.remote(on_node_function())
-    answers = {node["NodeManagerAddress"]: remote.options(
-        num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)).remote(
-        "checkout_fingerprint", notebooks)
-        for node in cluster.nodes()}
-    for address, answer in answers.items():
-        there = ray.get(answer, timeout=120)
-        if there["commit"] != here["commit"]:
-            raise RayError("node {} has commit {} where this checkout has {}: every node needs the same "
-                           "checkout".format(address, (there["commit"] or "none")[:12], (here["commit"] or "none")[:12]))
-        changed = sorted(name for name in notebooks if there["notebooks"].get(name) != here["notebooks"][name])
-        if changed:
-            raise RayError("node {} has other versions of {}: every node needs the same checkout".format(
-                address, ", ".join(Path(name).name for name in changed)))
+
+def code_fingerprint(digests):
+    """A short hash of code_digests' answer (without notebooks: the run's code, the same for all its rows), as a
+    record names it."""
+    return bootstrap()["fingerprint"](digests)
 
 
 class Placements:
@@ -447,6 +471,7 @@ def run_on_node(spec, placements):
         status, error = execution.run_notebook(catalog.REPO / spec["notebook"], output, spec["kernel"], parameters,
                                                work, spec["timeout"], show_output=False)
         return {"status": status, "error": error, "elapsed": round(time.time() - started, 3), "ceiling": node_ceiling,
+                "code": spec["code"],
                 "machine_probe": watched.ended(execution.kernels_ended),
                 "notebook": output.read_bytes() if output.exists() else None,
                 "record": record_path.read_text() if record_path.exists() else None,
@@ -476,7 +501,8 @@ def land(job, run_dir, profile, answer):
         write_whole(record_path, answer["record"])
     elif record_path.exists():
         record_path.unlink()  # an earlier attempt's (a resumed run's failed row): this attempt left none
-    extra = {"placement": answer["placement"], "machine_probe": answer.get("machine_probe")}
+    extra = {"placement": answer["placement"], "machine_probe": answer.get("machine_probe"),
+             "code_fingerprint": answer.get("code")}  # the run's code, which the node's matched (bootstrap)
     if answer.get("ceiling"):  # the node's own (run_folder.ceiling_for prefers it to the run folder's)
         extra["node_ceiling"] = answer["ceiling"]
     return execution.finish_record(job, run_dir, profile, answer["status"], answer["error"], answer["elapsed"], extra=extra)
@@ -494,8 +520,8 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
     ray = cluster.ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    check_checkouts(cluster, sorted({str(job.notebook.relative_to(catalog.REPO)) for job in jobs}))
     say("[ray] {}".format(cluster.describe()))
+    code = run_code([])  # the run's code (fingerprinted in each record); each task adds its notebook's digest
     head = ray.get_runtime_context().get_node_id()
     placements = ray.remote(Placements).options(
         num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(head, soft=False)).remote()
@@ -515,11 +541,13 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
             records[folder, job.stem] = execution.write_not_run(folder, job, profile, "unavailable", why)
             say("[{}/{} {}] {}: UNAVAILABLE; {}".format(len(records), len(entries), clock(), named(job, kind), why))
             continue
-        spec = {"stem": named(job, kind), "task": job.task, "notebook": str(job.notebook.relative_to(catalog.REPO)),
+        notebook = str(job.notebook.relative_to(catalog.REPO))
+        expected = dict(code, **run_code([notebook]))  # its notebook too
+        spec = {"stem": named(job, kind), "task": job.task, "notebook": notebook, "code": code_fingerprint(code),
                 "kernel": job.environment.kernel_name, "parameters": dict(parameters_of(job), threads=threads),
                 "timeout": timeout, "threads": threads, "file_stem": job.stem}
         reference = task.options(max_retries=RETRIES, retry_exceptions=False, **resources).remote(
-            "run_on_node", spec, placements)
+            "run_on_node", expected, spec, placements)
         pending[reference] = (job, folder, kind, time.time(), resources)
     say("[ray] {} notebook{} submitted".format(len(pending), "" if len(pending) == 1 else "s"))
     try:
@@ -540,7 +568,11 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
             for reference in done:
                 job, folder, kind, submitted, _ = pending.pop(reference)
                 try:
-                    record = land(job, folder, profile, ray.get(reference))
+                    answer = ray.get(reference)
+                    record = land(job, folder, profile, answer) if "code_differs" not in answer else (
+                        execution.write_not_run(folder, job, profile, "failed", answer["code_differs"],
+                                                notebook=job.stem + ".ipynb",
+                                                duration_s=round(time.time() - submitted, 3)))
                 except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
                         ray.exceptions.OwnerDiedError, ray.exceptions.RayTaskError) as error:
                     why = "node lost" if isinstance(error, ray.exceptions.NodeDiedError) else "Ray: {}".format(
@@ -599,7 +631,8 @@ def setup_on_nodes(address, envs=(), build=None, wheels=None, say=print):
 
             remote = cluster.ray.remote(on_node_function())
             answers = {node["NodeManagerAddress"]: remote.options(num_cpus=0, scheduling_strategy=(
-                NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))).remote("setup_here", list(envs), options)
+                NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))).remote("setup_here", None, list(envs),
+                                                                                options)
                 for node in cluster.nodes()}
             say("[ray] setup on {} node{}".format(len(answers), "" if len(answers) == 1 else "s"))
             failed, restart = [], []
