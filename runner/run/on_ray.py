@@ -634,15 +634,42 @@ def port_free(address, port):
     return True
 
 
-def node_command(address=None, ip=None, port=6379, num_gpus=None, setup=False, say=print):
+TOKEN_FILE = Path("~/.rosetta/ray_token")  # where a head's `run_all.py node` writes its token (--token-file)
+
+
+def write_token(path, value):
+    """Write `value` to `path`, a file of mode 0600 (its folder made 0700 where missing), whole or not at all."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part-{}".format(os.getpid()))
+    descriptor = os.open(str(partial), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(descriptor, 0o600)  # a file left by a killed writer keeps its mode otherwise
+        os.write(descriptor, (value + "\n").encode())
+    finally:
+        os.close(descriptor)
+    os.replace(str(partial), str(path))
+
+
+def remove_token(path, value):
+    """Remove the token file at `path` where it still holds `value` (not one another head wrote since)."""
+    try:
+        if path.read_text().strip() == value:
+            path.unlink()
+    except OSError:
+        pass
+
+
+def node_command(address=None, ip=None, port=6379, num_gpus=None, setup=False, token_file=None, show_token=False,
+                 say=print):
     """`run_all.py node`: start this machine's Ray node (a head, or one joining the cluster at `address`) with the
     resources of the environments built here (after building the missing ones with `setup`), and keep it until
-    Ctrl-C or SIGTERM."""
+    Ctrl-C or SIGTERM. A head writes its token to `token_file` (mode 0600, default TOKEN_FILE) and names the file;
+    the token itself it prints only with `show_token`."""
     from runner.run import compatibility, setup_commands
 
     if address is not None and not os.environ.get(TOKEN_VARIABLE):
-        print("run_all.py: error: node --address {}: set {} to the cluster's token (the head printed it)".format(
-            address, TOKEN_VARIABLE), file=sys.stderr)
+        print("run_all.py: error: node --address {}: set {} to the cluster's token (the head wrote it to the file "
+              "it names)".format(address, TOKEN_VARIABLE), file=sys.stderr)
         return 2
     if setup:
         if setup_commands.setup() != 0:
@@ -664,8 +691,20 @@ def node_command(address=None, ip=None, port=6379, num_gpus=None, setup=False, s
     say("[ray] node {} {} ({} GPU{}; environments: {}); Ctrl-C stops it".format(
         ip, "joined the cluster at " + head if head else "is the head of a cluster at " + node.address, gpus,
         "" if gpus == 1 else "s", ", ".join(advertised) or "none"))
-    if head is None and not os.environ.get(TOKEN_VARIABLE):
-        say("[ray] its token, for the other nodes and the run: export {}={}".format(TOKEN_VARIABLE, token()))
+    path = None
+    if head is None:
+        path = Path(os.path.expanduser(str(token_file or TOKEN_FILE))).absolute()
+        try:
+            write_token(path, token())
+        except OSError as error:
+            node.stop()
+            print("run_all.py: error: node: cannot write the cluster's token to {}: {}".format(
+                path, error.strerror or error), file=sys.stderr)
+            return 1
+        say("[ray] its token is in {} (mode 0600): `export {}=$(cat {})` where the other nodes and the runs start "
+            "(copy the file there; --show-token prints it)".format(path, TOKEN_VARIABLE, path))
+        if show_token:
+            say("[ray] export {}={}".format(TOKEN_VARIABLE, token()))
     signal.signal(signal.SIGTERM, _interrupt)  # stopped as by Ctrl-C: the node leaves the cluster, its folder goes
     try:
         node.process.wait()
@@ -676,6 +715,9 @@ def node_command(address=None, ip=None, port=6379, num_gpus=None, setup=False, s
         node.stop()
         say("[ray] node {} stopped".format(ip))
         return 0
+    finally:
+        if path is not None:
+            remove_token(path, token())
 
 
 if __name__ == "__main__":  # `python -m runner.run.on_ray`: the resources `ray start --resources` gives this machine
