@@ -398,6 +398,48 @@ def test_a_head_prints_its_token_only_where_asked(tmp_path, monkeypatch, capsys)
     assert cli.main(["node", "--address", "127.0.0.8:6379", "--show-token"]) == 2  # a joining node has no token to show
 
 
+def run_all(*argv, token=None):
+    """run_all.py ARGV (tests/fixture_run.py: on the fixture notebooks) in a process of its own, with `token` in
+    ROSETTA_RAY_TOKEN (None: none); its exit status and output, within 30 s."""
+    environ = {name: value for name, value in os.environ.items() if not name.startswith(("RAY_", "ROSETTA_RAY_"))}
+    if token is not None:
+        environ[on_ray.TOKEN_VARIABLE] = token
+    done = subprocess.run([sys.executable, str(catalog.REPO / "tests" / "fixture_run.py")] + list(argv), env=environ,
+                          capture_output=True, text=True, cwd=str(catalog.REPO), timeout=30)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_wrong_or_missing_token_is_one_line_naming_rosetta_ray_token_and_leaves_no_run_folder(tmp_path,
+                                                                                                monkeypatch):
+    on_ray.import_ray()
+    monkeypatch.setenv(on_ray.TOKEN_VARIABLE, on_ray.token())
+    head = on_ray.start_node("127.0.0.8", cpus=1, resources={})
+    try:
+        for token in ("f" * 64, None):
+            status, out = run_all("run", "-f", "ok", "--results", str(tmp_path / "results"), "--on", "ray",
+                                  "--address", head.address, "--no-setup", *RUN, token=token)
+            assert status == 1 and out.count("\n") == 1 and on_ray.TOKEN_VARIABLE in out, out
+            assert "gcs_client" not in out and "auth_token" not in out and "--resume" not in out
+            assert not (tmp_path / "results").exists() or not list((tmp_path / "results").iterdir())  # no run folder
+        status, out = run_all("setup", "runner", "--on", "ray", "--address", head.address, token="f" * 64)
+        assert status == 1 and out.count("\n") == 1 and "refused the token in " + on_ray.TOKEN_VARIABLE in out, out
+        status, out = run_all("run", "-f", "ok", "--results", str(tmp_path / "results"), "--on", "ray", "--address",
+                              "127.0.0.8:{}".format(on_ray.free_port("127.0.0.8")), "--no-setup", *RUN,
+                              token=on_ray.token())
+        assert status == 1 and out.count("\n") == 1 and "nothing answers there" in out, out
+    finally:
+        head.stop()
+
+
+def test_a_run_that_cannot_start_its_cluster_leaves_no_run_folder(fixture_catalog, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(on_ray, "usable_cores", lambda: -1)  # `ray start --num-cpus -1`: the head refuses to start
+    monkeypatch.setenv(on_ray.ceiling.SKIP_VARIABLE, "1")
+    assert cli.main(["run", "-f", "ok", "--results", str(tmp_path), "--on", "ray"] + RUN) == 1
+    err = capsys.readouterr().err
+    assert "the Ray node on {} did not start".format(on_ray.LOCAL_ADDRESS) in err and "--resume" not in err, err
+    assert not list(tmp_path.iterdir())
+
+
 def test_a_smoke_run_of_pytorch_and_tensorflow_through_ray(tmp_path):
     for name in ("pytorch", "tensorflow"):
         require_environment(catalog.ENVIRONMENTS[name])

@@ -12,6 +12,7 @@ Ray retries a task once when its worker or node is lost (the attempt number says
 row, as in a sequential run, and is never retried. Ctrl-C cancels every task, which ends their kernels.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -46,6 +47,10 @@ class RayError(Exception):
     """Why the batch cannot run on Ray (no Ray, no cluster at that address, a node's checkout differs): one line."""
 
 
+class NotConnected(RayError):
+    """The run could not start or join its cluster: nothing ran, so a new run's folder is removed."""
+
+
 _TOKEN = []  # the token this process made for the clusters it starts (Ray reads it once per process)
 
 
@@ -78,6 +83,53 @@ def import_ray(say=print, wheels=None):
     except ImportError as error:
         raise RayError("--on ray: Ray was installed but does not import: {}".format(error)) from None
     return ray
+
+
+NO_TOKEN = ("set {} to the cluster's token (the head's `run_all.py node` wrote it to the file it names; "
+            "docs/cluster.md)".format(TOKEN_VARIABLE))
+REFUSED_TOKEN = ("--address {{}}: the cluster refused the token in {}: set it to the cluster's token (the head's `run_all.py "
+                 "node` wrote it to the file it names; docs/cluster.md)".format(TOKEN_VARIABLE))
+
+
+@contextlib.contextmanager
+def stderr_discarded():
+    """Within: what this process writes to file descriptor 2 (Ray's C++ log lines) is discarded."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def check_cluster(address, timeout=10):
+    """RayError (NotConnected) in one line where this process cannot join the cluster at `address` (HOST:PORT): no
+    token in $ROSETTA_RAY_TOKEN, nothing listening there, or a token the cluster refuses. Asks its GCS once, its
+    C++ warnings discarded, where ray.init asks 20 times a second apart and logs a warning each time; `timeout` bounds
+    the TCP connection and the question (a port that answers without a GCS behind it takes Ray 10 s more)."""
+    if not os.environ.get(TOKEN_VARIABLE):
+        raise NotConnected("--address {}: {}".format(address, NO_TOKEN))
+    host, colon, port = address.rpartition(":")
+    host, port = (host, port) if colon else (address, "6379")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except (OSError, ValueError) as error:
+        raise NotConnected("--address {}: nothing answers there ({}): is the cluster's head running?".format(
+            address, getattr(error, "strerror", None) or error)) from None
+    import_ray()
+    from ray import _raylet, exceptions
+
+    try:
+        with stderr_discarded():
+            _raylet.InnerGcsClient.standalone(address, None, int(timeout * 1000))
+    except exceptions.AuthenticationError:
+        raise NotConnected(REFUSED_TOKEN.format(address)) from None
+    except (exceptions.RayError, ConnectionError, RuntimeError) as error:  # RpcError: no GCS, or a mute one
+        raise NotConnected("--address {}: no Ray cluster answers there: {}".format(
+            address, results.first_line(str(error)))) from None
 
 
 def auth_environment(token):
@@ -201,9 +253,10 @@ def start_node(ip, head=None, gpus=0, cpus=None, resources=None, options=(), che
     deadline = time.time() + timeout
     while "Ray runtime started" not in log.read_text(errors="replace"):
         if process.poll() is not None or time.time() > deadline:
-            last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
+            text = log.read_text(errors="replace")
+            last = (text.strip().splitlines() or ["no output"])[-1]
             node.stop()
-            raise RayError("--on ray: the Ray node on {} did not start: {}".format(ip, last))
+            raise NotConnected("--on ray: the Ray node on {} did not start: {}".format(ip, last))
         time.sleep(0.2)
     return node
 
@@ -225,10 +278,9 @@ class Cluster:
         self.ray = self.head = None
 
     def __enter__(self):
-        if self.address is not None and not os.environ.get(TOKEN_VARIABLE):
-            raise RayError("--address {}: set {} to the cluster's token (docs/cluster.md)".format(self.address,
-                                                                                               TOKEN_VARIABLE))
         self.ray = ray = import_ray(self.say, self.wheels)
+        if self.address is not None:
+            check_cluster(self.address)
         # the tasks' workers import the runner from their node's checkout: start_node puts it on their PYTHONPATH
         options = dict(log_to_driver=False, logging_level="ERROR")
         # Ray's core worker installs its own handler of SIGTERM, which aborts the process: keep the run's
@@ -241,7 +293,7 @@ class Cluster:
                 ray.init(address=self.address, **options)
         except (ConnectionError, RuntimeError, ValueError) as error:
             self.__exit__()
-            raise RayError("--on ray: could not {} Ray: {}".format(
+            raise NotConnected("--on ray: could not {} Ray: {}".format(
                 "start" if self.address is None else "reach the cluster at " + self.address,
                 results.first_line(str(error)))) from None
         finally:
