@@ -421,6 +421,10 @@ def test_a_wrong_or_missing_token_is_one_line_naming_rosetta_ray_token_and_leave
             assert status == 1 and out.count("\n") == 1 and on_ray.TOKEN_VARIABLE in out, out
             assert "gcs_client" not in out and "auth_token" not in out and "--resume" not in out
             assert not (tmp_path / "results").exists() or not list((tmp_path / "results").iterdir())  # no run folder
+            status, out = run_all("node", "--address", head.address, "--ip", "127.0.0.9", "--num-gpus", "0",
+                                  token=token)
+            assert status == 1 and out.count("\n") == 1 and on_ray.TOKEN_VARIABLE in out, out
+            assert "auth_token" not in out  # Ray's own advice, ~/.ray/auth_token, is not this runner's
         status, out = run_all("setup", "runner", "--on", "ray", "--address", head.address, token="f" * 64)
         assert status == 1 and out.count("\n") == 1 and "refused the token in " + on_ray.TOKEN_VARIABLE in out, out
         status, out = run_all("run", "-f", "ok", "--results", str(tmp_path / "results"), "--on", "ray", "--address",

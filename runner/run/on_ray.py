@@ -256,6 +256,8 @@ def start_node(ip, head=None, gpus=0, cpus=None, resources=None, options=(), che
             text = log.read_text(errors="replace")
             last = (text.strip().splitlines() or ["no output"])[-1]
             node.stop()
+            if head is not None and "InvalidAuthToken" in text:  # Ray's own line names ~/.ray/auth_token, not ours
+                raise NotConnected(REFUSED_TOKEN.format(head))
             raise NotConnected("--on ray: the Ray node on {} did not start: {}".format(ip, last))
         time.sleep(0.2)
     return node
@@ -719,10 +721,12 @@ def node_command(address=None, ip=None, port=6379, num_gpus=None, setup=False, t
     the token itself it prints only with `show_token`."""
     from runner.run import compatibility, setup_commands
 
-    if address is not None and not os.environ.get(TOKEN_VARIABLE):
-        print("run_all.py: error: node --address {}: set {} to the cluster's token (the head wrote it to the file "
-              "it names)".format(address, TOKEN_VARIABLE), file=sys.stderr)
-        return 2
+    if address is not None:
+        try:
+            check_cluster(address)  # a missing or refused token in one line, before any setup or `ray start`
+        except RayError as error:
+            print("run_all.py: error: node {}".format(error), file=sys.stderr)
+            return 1
     if setup:
         if setup_commands.setup() != 0:
             print("run_all.py: error: node --setup: some environments could not be built; the node advertises those "
