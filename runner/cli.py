@@ -154,6 +154,9 @@ def build_parser():
     node.add_argument("--num-gpus", type=int, default=None, help="GPUs to declare (default: those nvidia-smi finds)")
     node.add_argument("--setup", action="store_true", help="first build the environments this machine lacks, so that "
                       "the node advertises them (Ray fixes a node's resources when it starts)")
+    node.add_argument("--token-file", type=_path, default=None, help="a head writes the cluster's token to this file, "
+                      "of mode 0600 (default ~/.rosetta/ray_token; removed when the head stops)")
+    node.add_argument("--show-token", action="store_true", help="a head also prints the token itself")
 
     test = sub.add_parser("test", help="build the environments, then run ruff and pytest (arguments go to pytest)")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER)
@@ -255,6 +258,8 @@ def parse(argv):
             raise UsageError("setup --on ray needs the cluster's --address (without a cluster, plain setup builds here)")
         if args.on is not None and args.python is not None:
             raise UsageError("--python adopts an interpreter on this machine; leave out --on ray")
+    if args.command == "node" and args.address is not None and (args.token_file or args.show_token):
+        raise UsageError("--token-file and --show-token are a head's: a node joining --address has the token already")
     if args.command == "report":
         for run_dir in args.run_dirs:
             if not run_dir.is_dir():
@@ -407,5 +412,6 @@ def main(argv=None):
     if args.command == "rosetta":
         return report_commands.rosetta(out=args.out)
     if args.command == "node":
-        return on_ray.node_command(args.address, ip=args.ip, port=args.port, num_gpus=args.num_gpus, setup=args.setup)
+        return on_ray.node_command(args.address, ip=args.ip, port=args.port, num_gpus=args.num_gpus, setup=args.setup,
+                                   token_file=args.token_file, show_token=args.show_token)
     return on_ray.setup_on_nodes(args.address, args.envs, build=build_choice(args), wheels=args.wheels)  # setup --on ray

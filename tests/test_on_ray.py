@@ -353,21 +353,107 @@ def test_the_node_command_starts_a_head_that_a_run_joins_and_stops_on_sigterm(fi
     on_ray.import_ray()
     monkeypatch.setenv(on_ray.TOKEN_VARIABLE, on_ray.token())
     port = on_ray.free_port("127.0.0.7")
+    token_file = tmp_path / "private" / "token"
     node = subprocess.Popen([sys.executable, str(catalog.REPO / "run_all.py"), "node", "--ip", "127.0.0.7", "--port",
-                             str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=str(catalog.REPO))
+                             str(port), "--token-file", str(token_file)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, cwd=str(catalog.REPO))
     try:
         first = node.stdout.readline()
         assert "node 127.0.0.7 is the head of a cluster at 127.0.0.7:{}".format(port) in first, first
         assert "runner" in first.split("environments: ")[1]  # it advertises the environments built here
-        assert cli.main(["run", "-f", "ok", "--results", str(tmp_path), "--on", "ray", "--address",
+        second = node.stdout.readline()
+        assert "its token is in {} (mode 0600)".format(token_file) in second, second
+        assert token_file.stat().st_mode & 0o777 == 0o600 and token_file.read_text().strip() == on_ray.token()
+        assert cli.main(["run", "-f", "ok", "--results", str(tmp_path / "results"), "--on", "ray", "--address",
                          "127.0.0.7:{}".format(port)] + RUN) == 0
-        (run_dir,) = run_dirs(tmp_path)
+        (run_dir,) = run_dirs(tmp_path / "results")
         assert records_by_stem(run_dir)["OK_CNN"]["placement"]["node_ip"] == "127.0.0.7"
     finally:
         node.send_signal(signal.SIGTERM)
         out = node.communicate(timeout=60)[0]
     assert node.returncode == 0 and "node 127.0.0.7 stopped" in out, out
+    assert on_ray.token() not in first + second + out  # the token itself only with --show-token
+    assert not token_file.exists()  # the head's token goes with it
+
+
+def test_a_head_prints_its_token_only_where_asked(tmp_path, monkeypatch, capsys):
+    class Stopped:  # a head that runs until Ctrl-C, which comes at once
+        address, folder, returncode = "127.0.0.8:6379", tmp_path, None
+
+        @property
+        def process(self):
+            return self
+
+        def wait(self):
+            modes.append(token_file.stat().st_mode & 0o777)
+            raise KeyboardInterrupt
+
+        def stop(self):
+            pass
+
+    monkeypatch.setattr(on_ray, "import_ray", lambda say=print, wheels=None: None)
+    monkeypatch.setattr(on_ray, "start_node", lambda *args, **kwargs: Stopped())
+    monkeypatch.setattr(on_ray.signal, "signal", lambda *args: None)
+    monkeypatch.setenv(on_ray.TOKEN_VARIABLE, "t0ken" * 8)
+    token_file, modes = tmp_path / "token", []
+    token_file.write_text("another head's")
+    token_file.chmod(0o644)
+    for show, shown in ((False, False), (True, True)):
+        assert on_ray.node_command(ip="127.0.0.8", port=on_ray.free_port("127.0.0.8"), num_gpus=0,
+                                   token_file=token_file, show_token=show) == 0
+        out = capsys.readouterr().out
+        assert "its token is in {} (mode 0600)".format(token_file) in out
+        assert (("export ROSETTA_RAY_TOKEN=" + "t0ken" * 8) in out) == shown, out
+        assert ("t0ken" * 8 in out) == shown
+    assert modes == [0o600, 0o600]  # written private, over a file of another mode
+    assert not token_file.exists()
+    assert cli.main(["node", "--address", "127.0.0.8:6379", "--show-token"]) == 2  # a joining node has no token to show
+
+
+def run_all(*argv, token=None):
+    """run_all.py ARGV (tests/fixture_run.py: on the fixture notebooks) in a process of its own, with `token` in
+    ROSETTA_RAY_TOKEN (None: none); its exit status and output, within 30 s."""
+    environ = {name: value for name, value in os.environ.items() if not name.startswith(("RAY_", "ROSETTA_RAY_"))}
+    if token is not None:
+        environ[on_ray.TOKEN_VARIABLE] = token
+    done = subprocess.run([sys.executable, str(catalog.REPO / "tests" / "fixture_run.py")] + list(argv), env=environ,
+                          capture_output=True, text=True, cwd=str(catalog.REPO), timeout=30)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_wrong_or_missing_token_is_one_line_naming_rosetta_ray_token_and_leaves_no_run_folder(tmp_path,
+                                                                                                monkeypatch):
+    on_ray.import_ray()
+    monkeypatch.setenv(on_ray.TOKEN_VARIABLE, on_ray.token())
+    head = on_ray.start_node("127.0.0.8", cpus=1, resources={})
+    try:
+        for token in ("f" * 64, None):
+            status, out = run_all("run", "-f", "ok", "--results", str(tmp_path / "results"), "--on", "ray",
+                                  "--address", head.address, "--no-setup", *RUN, token=token)
+            assert status == 1 and out.count("\n") == 1 and on_ray.TOKEN_VARIABLE in out, out
+            assert "gcs_client" not in out and "auth_token" not in out and "--resume" not in out
+            assert not (tmp_path / "results").exists() or not list((tmp_path / "results").iterdir())  # no run folder
+            status, out = run_all("node", "--address", head.address, "--ip", "127.0.0.9", "--num-gpus", "0",
+                                  token=token)
+            assert status == 1 and out.count("\n") == 1 and on_ray.TOKEN_VARIABLE in out, out
+            assert "auth_token" not in out  # Ray's own advice, ~/.ray/auth_token, is not this runner's
+        status, out = run_all("setup", "runner", "--on", "ray", "--address", head.address, token="f" * 64)
+        assert status == 1 and out.count("\n") == 1 and "refused the token in " + on_ray.TOKEN_VARIABLE in out, out
+        status, out = run_all("run", "-f", "ok", "--results", str(tmp_path / "results"), "--on", "ray", "--address",
+                              "127.0.0.8:{}".format(on_ray.free_port("127.0.0.8")), "--no-setup", *RUN,
+                              token=on_ray.token())
+        assert status == 1 and out.count("\n") == 1 and "nothing answers there" in out, out
+    finally:
+        head.stop()
+
+
+def test_a_run_that_cannot_start_its_cluster_leaves_no_run_folder(fixture_catalog, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(on_ray, "usable_cores", lambda: -1)  # `ray start --num-cpus -1`: the head refuses to start
+    monkeypatch.setenv(on_ray.ceiling.SKIP_VARIABLE, "1")
+    assert cli.main(["run", "-f", "ok", "--results", str(tmp_path), "--on", "ray"] + RUN) == 1
+    err = capsys.readouterr().err
+    assert "the Ray node on {} did not start".format(on_ray.LOCAL_ADDRESS) in err and "--resume" not in err, err
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_smoke_run_of_pytorch_and_tensorflow_through_ray(tmp_path):

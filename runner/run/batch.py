@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import errno
 import os
+import shutil
 import signal
 import sys
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 from common import results, tasks
 from runner import catalog, run_folder
 from runner.run import build_steps, ceiling, compatibility, environments, setup_commands
-from runner.run.on_ray import RayError
+from runner.run.on_ray import NotConnected, RayError
 
 INTERRUPTED = 130  # the shell's status for a process stopped by Ctrl-C
 # The errors of a write that found no room: a full disk, a full quota, a file past the process's size limit
@@ -220,15 +221,17 @@ def execute(settings, stopped_by):
     names it) marks the running notebooks interrupted and ends the stage."""
     from runner.run import execution, executors, machine_probe
 
-    machine = compatibility.detect()
-    print("[gpu] " + machine.describe())
     if settings.on == "ray":
         from runner.run import on_ray
         try:
             on_ray.import_ray(wheels=settings.wheels)
+            if settings.address is not None:  # a missing or refused token: one line, before anything is set up or made
+                on_ray.check_cluster(settings.address)
         except on_ray.RayError as error:
             print("run_all.py: error: {}".format(error), file=sys.stderr)
             return 1
+    machine = compatibility.detect()
+    print("[gpu] " + machine.describe())
     orders = settings.round_orders or round_orders(settings.jobs, settings.repeat, settings.seed)
     run_dir, jobs = unfinished(settings, orders)
     names = [env.name for env in catalog.environments_for(jobs)]
@@ -254,6 +257,7 @@ def execute(settings, stopped_by):
         print("run_all.py: error: --data {}: {}".format(settings.data, results.first_line(str(error))), file=sys.stderr)
         return 1
     rounds = " in {} rounds".format(settings.repeat) if settings.repeat > 1 else ""
+    made = run_dir is None  # this run's own folder, removed where it never reached its cluster
     if run_dir is None:
         run_dir = new_run_dir(settings.results, settings.profile)
         write_run_file(settings, run_dir, orders)
@@ -298,6 +302,11 @@ def execute(settings, stopped_by):
                                             watch=machine_probe.watching)
             executor.run(runnable, run_dir)
         write_rows_not_run(settings, run_dir)
+    except NotConnected as error:  # nothing ran: a new run leaves no folder (a resumed one stays)
+        if made:
+            shutil.rmtree(str(run_dir), ignore_errors=True)
+        print("run_all.py: error: {}".format(error), file=sys.stderr)
+        return 1
     except RayError as error:
         print("run_all.py: error: {}; `python3 run_all.py run --resume {}` runs the rest".format(error, run_dir),
               file=sys.stderr)

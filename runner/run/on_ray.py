@@ -12,6 +12,7 @@ Ray retries a task once when its worker or node is lost (the attempt number says
 row, as in a sequential run, and is never retried. Ctrl-C cancels every task, which ends their kernels.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -43,6 +44,10 @@ RETRIES = 1  # a task whose worker or node was lost runs once more
 
 class RayError(Exception):
     """Why the batch cannot run on Ray (no Ray, no cluster at that address, a node's checkout differs): one line."""
+
+
+class NotConnected(RayError):
+    """The run could not start or join its cluster: nothing ran, so a new run's folder is removed."""
 
 
 _TOKEN = []  # the token this process made for the clusters it starts (Ray reads it once per process)
@@ -77,6 +82,53 @@ def import_ray(say=print, wheels=None):
     except ImportError as error:
         raise RayError("--on ray: Ray was installed but does not import: {}".format(error)) from None
     return ray
+
+
+NO_TOKEN = ("set {} to the cluster's token (the head's `run_all.py node` wrote it to the file it names; "
+            "docs/cluster.md)".format(TOKEN_VARIABLE))
+REFUSED_TOKEN = ("--address {{}}: the cluster refused the token in {}: set it to the cluster's token (the head's `run_all.py "
+                 "node` wrote it to the file it names; docs/cluster.md)".format(TOKEN_VARIABLE))
+
+
+@contextlib.contextmanager
+def stderr_discarded():
+    """Within: what this process writes to file descriptor 2 (Ray's C++ log lines) is discarded."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def check_cluster(address, timeout=10):
+    """RayError (NotConnected) in one line where this process cannot join the cluster at `address` (HOST:PORT): no
+    token in $ROSETTA_RAY_TOKEN, nothing listening there, or a token the cluster refuses. Asks its GCS once, its
+    C++ warnings discarded, where ray.init asks 20 times a second apart and logs a warning each time; `timeout` bounds
+    the TCP connection and the question (a port that answers without a GCS behind it takes Ray 10 s more)."""
+    if not os.environ.get(TOKEN_VARIABLE):
+        raise NotConnected("--address {}: {}".format(address, NO_TOKEN))
+    host, colon, port = address.rpartition(":")
+    host, port = (host, port) if colon else (address, "6379")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except (OSError, ValueError) as error:
+        raise NotConnected("--address {}: nothing answers there ({}): is the cluster's head running?".format(
+            address, getattr(error, "strerror", None) or error)) from None
+    import_ray()
+    from ray import _raylet, exceptions
+
+    try:
+        with stderr_discarded():
+            _raylet.InnerGcsClient.standalone(address, None, int(timeout * 1000))
+    except exceptions.AuthenticationError:
+        raise NotConnected(REFUSED_TOKEN.format(address)) from None
+    except (exceptions.RayError, ConnectionError, RuntimeError) as error:  # RpcError: no GCS, or a mute one
+        raise NotConnected("--address {}: no Ray cluster answers there: {}".format(
+            address, results.first_line(str(error)))) from None
 
 
 def auth_environment(token):
@@ -200,9 +252,12 @@ def start_node(ip, head=None, gpus=0, cpus=None, resources=None, options=(), che
     deadline = time.time() + timeout
     while "Ray runtime started" not in log.read_text(errors="replace"):
         if process.poll() is not None or time.time() > deadline:
-            last = (log.read_text(errors="replace").strip().splitlines() or ["no output"])[-1]
+            text = log.read_text(errors="replace")
+            last = (text.strip().splitlines() or ["no output"])[-1]
             node.stop()
-            raise RayError("--on ray: the Ray node on {} did not start: {}".format(ip, last))
+            if head is not None and "InvalidAuthToken" in text:  # Ray's own line names ~/.ray/auth_token, not ours
+                raise NotConnected(REFUSED_TOKEN.format(head))
+            raise NotConnected("--on ray: the Ray node on {} did not start: {}".format(ip, last))
         time.sleep(0.2)
     return node
 
@@ -224,10 +279,9 @@ class Cluster:
         self.ray = self.head = None
 
     def __enter__(self):
-        if self.address is not None and not os.environ.get(TOKEN_VARIABLE):
-            raise RayError("--address {}: set {} to the cluster's token (docs/cluster.md)".format(self.address,
-                                                                                               TOKEN_VARIABLE))
         self.ray = ray = import_ray(self.say, self.wheels)
+        if self.address is not None:
+            check_cluster(self.address)
         # the tasks' workers import the runner from their node's checkout: start_node puts it on their PYTHONPATH
         options = dict(log_to_driver=False, logging_level="ERROR")
         # Ray's core worker installs its own handler of SIGTERM, which aborts the process: keep the run's
@@ -240,7 +294,7 @@ class Cluster:
                 ray.init(address=self.address, **options)
         except (ConnectionError, RuntimeError, ValueError) as error:
             self.__exit__()
-            raise RayError("--on ray: could not {} Ray: {}".format(
+            raise NotConnected("--on ray: could not {} Ray: {}".format(
                 "start" if self.address is None else "reach the cluster at " + self.address,
                 results.first_line(str(error)))) from None
         finally:
@@ -667,16 +721,45 @@ def port_free(address, port):
     return True
 
 
-def node_command(address=None, ip=None, port=6379, num_gpus=None, setup=False, say=print):
+TOKEN_FILE = Path("~/.rosetta/ray_token")  # where a head's `run_all.py node` writes its token (--token-file)
+
+
+def write_token(path, value):
+    """Write `value` to `path`, a file of mode 0600 (its folder made 0700 where missing), whole or not at all."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".part-{}".format(os.getpid()))
+    descriptor = os.open(str(partial), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(descriptor, 0o600)  # a file left by a killed writer keeps its mode otherwise
+        os.write(descriptor, (value + "\n").encode())
+    finally:
+        os.close(descriptor)
+    os.replace(str(partial), str(path))
+
+
+def remove_token(path, value):
+    """Remove the token file at `path` where it still holds `value` (not one another head wrote since)."""
+    try:
+        if path.read_text().strip() == value:
+            path.unlink()
+    except OSError:
+        pass
+
+
+def node_command(address=None, ip=None, port=6379, num_gpus=None, setup=False, token_file=None, show_token=False,
+                 say=print):
     """`run_all.py node`: start this machine's Ray node (a head, or one joining the cluster at `address`) with the
     resources of the environments built here (after building the missing ones with `setup`), and keep it until
-    Ctrl-C or SIGTERM."""
+    Ctrl-C or SIGTERM. A head writes its token to `token_file` (mode 0600, default TOKEN_FILE) and names the file;
+    the token itself it prints only with `show_token`."""
     from runner.run import compatibility, setup_commands
 
-    if address is not None and not os.environ.get(TOKEN_VARIABLE):
-        print("run_all.py: error: node --address {}: set {} to the cluster's token (the head printed it)".format(
-            address, TOKEN_VARIABLE), file=sys.stderr)
-        return 2
+    if address is not None:
+        try:
+            check_cluster(address)  # a missing or refused token in one line, before any setup or `ray start`
+        except RayError as error:
+            print("run_all.py: error: node {}".format(error), file=sys.stderr)
+            return 1
     if setup:
         if setup_commands.setup() != 0:
             print("run_all.py: error: node --setup: some environments could not be built; the node advertises those "
@@ -697,8 +780,20 @@ def node_command(address=None, ip=None, port=6379, num_gpus=None, setup=False, s
     say("[ray] node {} {} ({} GPU{}; environments: {}); Ctrl-C stops it".format(
         ip, "joined the cluster at " + head if head else "is the head of a cluster at " + node.address, gpus,
         "" if gpus == 1 else "s", ", ".join(advertised) or "none"))
-    if head is None and not os.environ.get(TOKEN_VARIABLE):
-        say("[ray] its token, for the other nodes and the run: export {}={}".format(TOKEN_VARIABLE, token()))
+    path = None
+    if head is None:
+        path = Path(os.path.expanduser(str(token_file or TOKEN_FILE))).absolute()
+        try:
+            write_token(path, token())
+        except OSError as error:
+            node.stop()
+            print("run_all.py: error: node: cannot write the cluster's token to {}: {}".format(
+                path, error.strerror or error), file=sys.stderr)
+            return 1
+        say("[ray] its token is in {} (mode 0600): `export {}=$(cat {})` where the other nodes and the runs start "
+            "(copy the file there; --show-token prints it)".format(path, TOKEN_VARIABLE, path))
+        if show_token:
+            say("[ray] export {}={}".format(TOKEN_VARIABLE, token()))
     signal.signal(signal.SIGTERM, _interrupt)  # stopped as by Ctrl-C: the node leaves the cluster, its folder goes
     try:
         node.process.wait()
@@ -709,6 +804,9 @@ def node_command(address=None, ip=None, port=6379, num_gpus=None, setup=False, s
         node.stop()
         say("[ray] node {} stopped".format(ip))
         return 0
+    finally:
+        if path is not None:
+            remove_token(path, token())
 
 
 if __name__ == "__main__":  # `python -m runner.run.on_ray`: the resources `ray start --resources` gives this machine
