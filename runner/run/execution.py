@@ -20,7 +20,7 @@ from jupyter_client import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from common import results
-from runner import run_folder
+from runner import catalog, run_folder
 from runner.run import environments
 
 # Exceptions that mean a run did not fit in memory, by name as the kernel reports them (PyTorch, TensorFlow, JAX/XLA,
@@ -57,8 +57,13 @@ HIDDEN_FROM_KERNELS = ("RAY_", "ROSETTA_RAY_")
 
 
 def kernel_environ(environ):
-    """`environ` less what a kernel must not see (HIDDEN_FROM_KERNELS: the cluster's token and address)."""
-    return {name: value for name, value in environ.items() if not name.startswith(HIDDEN_FROM_KERNELS)}
+    """`environ` less what a kernel must not see (HIDDEN_FROM_KERNELS: the cluster's token and address); where the code
+    is not the environments' checkout (a Ray task's shipped code), that code first on PYTHONPATH, ahead of the
+    checkout the environments' .pth files name."""
+    kept = {name: value for name, value in environ.items() if not name.startswith(HIDDEN_FROM_KERNELS)}
+    if catalog.REPO != catalog.INSTALL:
+        kept["PYTHONPATH"] = os.pathsep.join(filter(None, [str(catalog.REPO), kept.get("PYTHONPATH", "")]))
+    return kept
 
 
 class WatchedKernelManager(AsyncKernelManager):

@@ -227,7 +227,7 @@ def start_node(ip, head=None, gpus=0, cpus=None, resources=None, options=(), che
     """Start a Ray node on this machine at address `ip`: the head of a new cluster (`head` None; it listens on
     `port`, default a free one) or one joining the cluster at `head` (HOST:PORT). It declares `gpus` GPUs, `cpus`
     CPUs (default: its usable cores) and `resources` (default: node_resources()), with token authentication, its
-    tasks running from `checkout` (default this one). Returns the Node once Ray says it runs; RayError with the
+    tasks using the environments of `checkout` (default this one). Returns the Node once Ray says it runs; RayError with the
     node's last line where it does not."""
     folder = node_folder()
     command = [str(Path(sys.executable).parent / "ray"), "start", "--block", "--node-ip-address", ip,
@@ -276,7 +276,7 @@ class Cluster:
 
     def __init__(self, address=None, gpus=0, say=print, wheels=None):
         self.address, self.gpus, self.say, self.wheels = address, gpus, say, wheels
-        self.ray = self.head = None
+        self.ray = self.head = self.code = None
 
     def __enter__(self):
         self.ray = ray = import_ray(self.say, self.wheels)
@@ -286,6 +286,9 @@ class Cluster:
         options = dict(log_to_driver=False, logging_level="ERROR")
         # Ray's core worker installs its own handler of SIGTERM, which aborts the process: keep the run's
         handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        shipped, notebooks = ship_code()  # every task's working folder: Ray packs it at ray.init, for the whole run
+        self.code = code_digests(shipped, notebooks)  # what every task must find there (its own notebook's digest)
+        options["runtime_env"] = {"working_dir": str(shipped)}
         try:
             if self.address is None:
                 self.head = start_head(self.gpus, self.say)
@@ -298,6 +301,7 @@ class Cluster:
                 "start" if self.address is None else "reach the cluster at " + self.address,
                 results.first_line(str(error)))) from None
         finally:
+            shutil.rmtree(str(shipped), ignore_errors=True)
             for number, handler in handlers.items():
                 if handler is not None:
                     signal.signal(number, handler)
@@ -361,14 +365,15 @@ def fits(resources, node):
     return all(node["Resources"].get(key, 0) >= amount for key, amount in wanted.items() if amount)
 
 
-CHECKOUT_VARIABLE = "ROSETTA_CHECKOUT"  # on every node: the checkout its tasks run from (start_node sets it)
+CHECKOUT_VARIABLE = "ROSETTA_CHECKOUT"  # on every node: the checkout whose environments its tasks use (start_node)
 # A task's first step on its node, shipped by value (cloudpickle pickles a function of a module it cannot import by
-# value), so that it is always the run's own code, whatever checkout the node holds. Ray puts the driver's folders
-# first on its workers' sys.path, so without it a node whose checkout lives elsewhere could import another copy of the
-# runner. It first compares the code the node would run (every .py file of common/, frameworks/, runner/ and the
-# task's notebooks, uncommitted edits included) with the run's (`expected`, code_digests on the head): where they
-# differ it answers {"code_differs": one line} and runs nothing. Else it imports the runner from the node's own
-# checkout and calls runner.run.on_ray.<name> there. The head computes the same digests with the same function.
+# value), so that it is always the run's own. A notebook's task runs in the run's code, which Ray unpacked on the node
+# as the task's working folder (runtime_env's working_dir: ship_code, below); the node's checkout gives only its
+# environments (catalog.INSTALL). The bootstrap first compares that code (every file of common/, frameworks/, runner/
+# and the task's notebook) with the run's (`expected`, code_digests on the head): where they differ it answers
+# {"code_differs": one line} and runs nothing. Then it imports the runner from it (Ray puts the driver's folders first
+# on its workers' sys.path: they go behind) and calls runner.run.on_ray.<name> there. A task without `expected` (the
+# setup on a node) runs the node's own checkout instead.
 _BOOTSTRAP = """
 CODE_FOLDERS = ("common", "frameworks", "runner")
 
@@ -380,7 +385,7 @@ def code_digests(root, notebooks):
         for parent, folders, files in os.walk(os.path.join(root, folder)):
             folders[:] = [name for name in folders if name != "__pycache__"]
             for name in files:
-                if name.endswith(".py"):
+                if not name.endswith(".pyc"):
                     path = os.path.join(parent, name)
                     with open(path, "rb") as code:
                         digests[os.path.relpath(path, root)] = hashlib.sha256(code.read()).hexdigest()
@@ -405,19 +410,21 @@ def on_node(name, expected, *args):
     import importlib, os, sys
     checkout = os.environ.get("ROSETTA_CHECKOUT")
     if not checkout:
-        raise RuntimeError("this Ray node was started without ROSETTA_CHECKOUT, the checkout its notebooks run from "
-                           "(docs/cluster.md)")
+        raise RuntimeError("this Ray node was started without ROSETTA_CHECKOUT, the checkout whose environments its "
+                           "notebooks use (docs/cluster.md)")
+    code = checkout
     if expected is not None:
         import ray
-        there = code_digests(checkout, [path for path in expected if path.endswith(".ipynb")])
+        code = os.getcwd()  # the run's code, unpacked by Ray
+        there = code_digests(code, [path for path in expected if path.endswith(".ipynb")])
         differ = sorted(path for path in set(there) | set(expected) if there.get(path) != expected.get(path))
         if differ:
             return {"code_differs": "node {} runs other code than the run (fingerprint {}, the run's {}): {}".format(
                 ray.util.get_node_ip_address(), fingerprint(code_only(there)), fingerprint(code_only(expected)),
                 "{} differs".format(differ[0]) if len(differ) == 1 else "{} files differ ({}{})".format(
                     len(differ), ", ".join(differ[:3]), ", ..." if len(differ) > 3 else ""))}
-    if sys.path[0] != checkout:
-        sys.path.insert(0, checkout)
+    if sys.path[0] != code:
+        sys.path.insert(0, code)
         for module in [m for m in sys.modules if m.split(".")[0] in CODE_FOLDERS]:
             del sys.modules[module]
     return getattr(importlib.import_module("runner.run.on_ray"), name)(*args)
@@ -426,7 +433,7 @@ def on_node(name, expected, *args):
 
 def bootstrap():
     """The bootstrap above as a namespace of a module no worker can import (so that Ray ships its functions' code):
-    on_node, code_digests, fingerprint."""
+    on_node, code_digests, code_only, fingerprint."""
     namespace = {"__name__": "rosetta_ray_bootstrap"}
     exec(compile(_BOOTSTRAP, "<rosetta_ray_bootstrap>", "exec"), namespace)  # our own constant code, nothing from outside
     return namespace
@@ -437,16 +444,31 @@ def on_node_function():
     return bootstrap()["on_node"]
 
 
-def run_code(notebooks):
-    """code_digests of this checkout for a task running `notebooks` (paths relative to it): what every node's code
-    must match."""
-    return bootstrap()["code_digests"](str(catalog.REPO), notebooks)
+def ship_code():
+    """A new folder holding the run's code as it is now, uncommitted edits included (common/, frameworks/, runner/,
+    less __pycache__, and the catalog's notebooks), each where it is in the checkout: what Ray ships to every task as
+    its working folder; and the notebooks' paths relative to it. Named like a node's folder (node_folder), so that one
+    a killed runner leaves goes with the next."""
+    folder = node_folder()
+    for name in bootstrap()["CODE_FOLDERS"]:
+        shutil.copytree(str(catalog.REPO / name), str(folder / name), ignore=shutil.ignore_patterns("__pycache__"))
+    notebooks = [str(path.relative_to(catalog.REPO)) for path in sorted(catalog.NOTEBOOKS.glob("*.ipynb"))]
+    for name in notebooks:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(str(catalog.REPO / name), str(folder / name))
+    return folder, notebooks
+
+
+def code_digests(folder, notebooks):
+    """{path: sha256} of the code in `folder` (a checkout or ship_code's copy) and of `notebooks` there."""
+    return bootstrap()["code_digests"](str(folder), notebooks)
 
 
 def code_fingerprint(digests):
-    """A short hash of code_digests' answer (without notebooks: the run's code, the same for all its rows), as a
-    record names it."""
-    return bootstrap()["fingerprint"](digests)
+    """A short hash of code_digests' answer less the notebooks: the run's code, the same for all its rows, as a record
+    names it."""
+    namespace = bootstrap()
+    return namespace["fingerprint"](namespace["code_only"](digests))
 
 
 class Placements:
@@ -505,7 +527,7 @@ def run_on_node(spec, placements):
     stem = spec["stem"]  # the job's name in the run ('<GPU kind>/<file stem>' with --each-gpu-kind)
     attempt = ray.get(placements.start.remote(stem, node))
     gpu_ids = [int(index) for index in ray.get_gpu_ids()]
-    work = Path(tempfile.mkdtemp(prefix="rosetta-ray-"))
+    work = node_folder()  # named after this worker: one a killed worker leaves goes with the next node or task
     output, record_path = work / (spec["file_stem"] + ".ipynb"), work / (spec["file_stem"] + ".result.json")
     parameters = dict(spec["parameters"], result_path=str(record_path))
     this = next((entry for entry in ray.nodes() if entry["NodeID"] == node), {})
@@ -575,7 +597,7 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     say("[ray] {}".format(cluster.describe()))
-    code = run_code([])  # the run's code (fingerprinted in each record); each task adds its notebook's digest
+    code, fingerprint = cluster.code, code_fingerprint(cluster.code)  # the run's, which every task checks
     head = ray.get_runtime_context().get_node_id()
     placements = ray.remote(Placements).options(
         num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(head, soft=False)).remote()
@@ -596,8 +618,8 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
             say("[{}/{} {}] {}: UNAVAILABLE; {}".format(len(records), len(entries), clock(), named(job, kind), why))
             continue
         notebook = str(job.notebook.relative_to(catalog.REPO))
-        expected = dict(code, **run_code([notebook]))  # its notebook too
-        spec = {"stem": named(job, kind), "task": job.task, "notebook": notebook, "code": code_fingerprint(code),
+        expected = {path: digest for path, digest in code.items() if not path.endswith(".ipynb") or path == notebook}
+        spec = {"stem": named(job, kind), "task": job.task, "notebook": notebook, "code": fingerprint,
                 "kernel": job.environment.kernel_name, "parameters": dict(parameters_of(job), threads=threads),
                 "timeout": timeout, "threads": threads, "file_stem": job.stem}
         reference = task.options(max_retries=RETRIES, retry_exceptions=False, **resources).remote(
