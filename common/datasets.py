@@ -17,6 +17,8 @@ import urllib.request
 
 import numpy as np
 
+from common import checkout
+
 SOURCES = ("real", "synthetic", "auto")
 
 RemoteFile = collections.namedtuple("RemoteFile", "name url filename algorithm digest")
@@ -58,9 +60,8 @@ class ChecksumError(RuntimeError):
 
 
 def data_dir():
-    """Return the download cache folder: $ROSETTA_DATA_DIR, or data/ at the top of the repository."""
-    default = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
-    return os.environ.get("ROSETTA_DATA_DIR") or default
+    """Return the download cache folder: $ROSETTA_DATA_DIR, or data/ at the top of the checkout (common.checkout)."""
+    return os.environ.get("ROSETTA_DATA_DIR") or os.path.join(checkout.install_folder(), "data")
 
 
 def file_digest(path, algorithm):

@@ -9,12 +9,12 @@ import tempfile
 
 import caffe
 
-from common import environment, results, variants
+from common import checkout, environment, results, variants
 from frameworks.probe import check_gpu
 
 NAME = "Caffe"
 VERSION = caffe.__version__
-PACKAGES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "envs", "caffe-debian.txt")
+PACKAGES = os.path.join(checkout.install_folder(), "envs", "caffe-debian.txt")  # what its environment installed
 # what choose_device and set_variant decided, for the record: the precision and compile mode asked for, and the
 # precision computed in
 chosen = {"note": None, "precision": "auto", "computed_precision": "fp32", "compile_mode": "default"}

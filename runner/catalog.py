@@ -1,16 +1,15 @@
 """What can run: the framework environments, the frameworks and their variants, and the notebook of each task."""
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Optional
 
-from common import results, tasks, variants
+from common import checkout, results, tasks, variants
 
 REPO = Path(__file__).resolve().parent.parent  # the code: this checkout, or on a Ray node the run's code Ray shipped
 NOTEBOOKS = REPO / "notebooks"
 # where the environments are built: this checkout, or on a Ray node the node's own (runner/run/on_ray.py, start_node)
-INSTALL = Path(os.environ.get("ROSETTA_CHECKOUT") or REPO)
+INSTALL = Path(checkout.install_folder())
 ENVS_DIR = INSTALL / ".envs"  # a dot folder: nothing in it can shadow an importable package
 JUPYTER_DIR = INSTALL / ".jupyter"  # project-local Jupyter data path holding the kernel specs
 REQUIREMENTS_DIR = INSTALL / "envs"

@@ -189,3 +189,13 @@ def test_the_stand_in_reviews_grow_to_a_longer_sequence_length():
     assert words.max() > 1000 and words.min() >= 30
     assert (usual.x_train == datasets.load_imdb("synthetic", maxlen=150, train_samples=64, test_samples=64).x_train).all()
     assert (usual.x_train != 0).sum(axis=1).max() == 150
+
+
+def test_the_data_folder_is_the_checkout_s_that_rosetta_checkout_names(monkeypatch, tmp_path):
+    from common import checkout
+
+    monkeypatch.delenv("ROSETTA_DATA_DIR", raising=False)
+    monkeypatch.delenv(checkout.INSTALL_VARIABLE, raising=False)
+    assert datasets.data_dir() == os.path.join(checkout.CODE_FOLDER, "data")  # the code's own checkout
+    monkeypatch.setenv(checkout.INSTALL_VARIABLE, str(tmp_path))  # a Ray node running shipped code
+    assert checkout.install_folder() == str(tmp_path) and datasets.data_dir() == str(tmp_path / "data")

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import results, tasks
+from common import checkout, results, tasks
 from runner import catalog, run_folder
 from runner.run import ceiling, environments
 
@@ -365,7 +365,7 @@ def fits(resources, node):
     return all(node["Resources"].get(key, 0) >= amount for key, amount in wanted.items() if amount)
 
 
-CHECKOUT_VARIABLE = "ROSETTA_CHECKOUT"  # on every node: the checkout whose environments its tasks use (start_node)
+CHECKOUT_VARIABLE = checkout.INSTALL_VARIABLE  # on every node: the checkout whose environments its tasks use
 # A task's first step on its node, shipped by value (cloudpickle pickles a function of a module it cannot import by
 # value), so that it is always the run's own. A notebook's task runs in the run's code, which Ray unpacked on the node
 # as the task's working folder (runtime_env's working_dir: ship_code, below); the node's checkout gives only its
