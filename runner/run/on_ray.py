@@ -40,6 +40,7 @@ KIND_NODE_RESOURCE = "rosetta_kind_node_{}"  # the node has GPUs of this kind: w
 UNITS = 1000  # how much of an environment resource a node advertises: more notebooks than it could hold at once
 LOCAL_ADDRESS = "127.0.0.2"  # the cluster `--on ray` starts on this machine: loopback (Ray takes 127.0.0.1 for the host)
 RETRIES = 1  # a task whose worker or node was lost runs once more
+STOP_GRACE_S = 0.5  # the run's own head: its processes still running this long after SIGTERM are killed
 
 
 class RayError(Exception):
@@ -181,16 +182,40 @@ class Node:
     def __init__(self, process, address, folder):
         self.process, self.address, self.folder = process, address, folder
 
-    def stop(self, signal_number=signal.SIGTERM):
-        """End the node (`signal_number`, then SIGKILL after 30 s) and remove its folder."""
+    def stop(self, signal_number=signal.SIGTERM, grace_s=None):
+        """End the node (`signal_number` to all its processes, then SIGKILL after 30 s) and remove its folder. With
+        `grace_s`, its processes that have not ended that long after the signal are killed outright, the leader
+        (`ray start`) left to notice and reap them: for a cluster nobody else uses, whose Ray would otherwise give its
+        raylet, GCS and monitors one second each in turn (3.3 s here, against 0.5 s)."""
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal_number)
+            try:
+                self.process.wait(30 if grace_s is None else grace_s)
+            except subprocess.TimeoutExpired:
+                if grace_s is not None:
+                    for pid in group_members(self.process.pid):
+                        if pid != self.process.pid:
+                            with contextlib.suppress(OSError):  # it ended meanwhile
+                                os.kill(pid, signal.SIGKILL)
             try:
                 self.process.wait(30)
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         shutil.rmtree(str(self.folder), ignore_errors=True)
+
+
+def group_members(group):
+    """The ids of the live processes of process group `group` (from /proc; [] where it cannot be read)."""
+    members = []
+    for proc in Path("/proc").iterdir():
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError, ValueError):
+            continue
+        if proc.name.isdigit() and fields[0] != "Z" and int(fields[2]) == group:
+            members.append(int(proc.name))
+    return members
 
 
 def free_port(address=LOCAL_ADDRESS):
@@ -310,7 +335,7 @@ class Cluster:
     def __exit__(self, *exc):
         self.ray.shutdown()
         if self.head is not None:
-            self.head.stop()
+            self.head.stop(grace_s=STOP_GRACE_S)  # the run's own cluster: nothing in it is worth a graceful wait
             self.head = None
         return False
 
