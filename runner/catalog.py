@@ -1,6 +1,7 @@
 """What can run: the framework environments, the frameworks and their variants, and the notebook of each task."""
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -13,6 +14,17 @@ INSTALL = Path(checkout.install_folder())
 ENVS_DIR = INSTALL / ".envs"  # a dot folder: nothing in it can shadow an importable package
 JUPYTER_DIR = INSTALL / ".jupyter"  # project-local Jupyter data path holding the kernel specs
 REQUIREMENTS_DIR = INSTALL / "envs"
+CACHE_VARIABLE = "ROSETTA_CACHE"  # the folder for what clones of the repository share on a machine (cache_dir)
+
+
+def cache_dir() -> Path:
+    """The user's cache folder that every clone on this machine shares: $ROSETTA_CACHE, else $XDG_CACHE_HOME/rosetta,
+    else ~/.cache/rosetta."""
+    if os.environ.get(CACHE_VARIABLE):
+        return Path(os.path.abspath(os.path.expanduser(os.environ[CACHE_VARIABLE])))
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path(os.path.expanduser("~")) / ".cache"  # a relative one is invalid
+    return base / "rosetta"
 
 
 class SelectionError(ValueError):
@@ -26,7 +38,8 @@ class Environment:
     name: str
     display_name: str
     python: Optional[str] = None  # "3.6" etc.; None: the interpreter that runs the setup
-    kernel_env: tuple[tuple[str, str], ...] = ()  # extra environment variables of the kernel; "{env}": its folder
+    # extra environment variables of the kernel; "{env}": its folder, "{cache}": cache_dir(), both when its spec is written
+    kernel_env: tuple[tuple[str, str], ...] = ()
     # shared-library aliases the kernel needs, (name wanted, name provided): see envs/<name>-debian.txt
     library_aliases: tuple[tuple[str, str], ...] = ()
     # libraries compiled at setup from C sources under envs/ (name, source): stand-ins for a library the framework
@@ -210,6 +223,12 @@ NO_DATA_PARALLEL = {
              "NCCL; this CPU build has no NCCL (caffe.has_nccl() is False) and no GPU build is packaged anywhere "
              "reachable",
 }
+# Theano's kernel flags: float32 as its floatX; its compiled C modules in the user's cache, which every clone on the
+# machine shares (a clean clone's first run would compile for minutes), one folder per platform, processor, Python
+# (Theano's default name) and Theano and NumPy versions (added): Theano keys each module by its compiler, compiler
+# flags and NumPy's C ABI, and locks the folder while it compiles, so that kernels of several clones can share it
+THEANO_FLAGS = ("floatX=float32,base_compiledir={cache}/theano,compiledir_format=compiledir_%(short_platform)s-"
+                "%(processor)s-%(python_version)s-%(python_bitwidth)s-theano-%(theano_version)s-numpy-%(numpy_version)s")
 # Keras 3's Adam (and AdamW) on TensorFlow, where an embedding's gradient comes as rows (IndexedSlices)
 KERAS_SPARSE_ADAM = ("Keras' Adam on the TensorFlow backend squares the embedding's sparse gradient once per occurrence of "
                      "a token, before repeated tokens are summed")
@@ -251,7 +270,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
                                 library_aliases=(("libmpi.so.12", "libmpi.so.40"), ("libmpi_cxx.so.1", "libmpi_cxx.so.40")),
                                 gpu_builds=("cntk-cuda10.txt",), framework_module="cntk")),
     # Keras 2.3, the last Keras with backends other than TensorFlow, runs in its backends' environments; it brings
-    # Theano's: Python 3.9, float32 as Theano's floatX, its compiled C modules kept inside the environment
+    # Theano's: Python 3.9, float32 as Theano's floatX, its compiled C modules kept in the user's cache (THEANO_FLAGS)
     Framework("keras2", "Keras 2", "Keras2", (
         Variant("cntk", "cntk", (("backend", "cntk"),), packages=("keras",), not_equivalent={
             "transformer": "GELU is its tanh approximation on CNTK: neither CNTK 2.7 nor Keras 2's backend has an erf"},
@@ -259,7 +278,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
         Variant("theano", "theano", (("backend", "theano"),), packages=("keras",), runs_on="Theano"),
     ), resnet50="v1", lacks={"train": NO_DATA_PARALLEL["keras2"]},  # Keras Applications 1.0.8: batch norm's epsilon 1e-3
         modules=("keras",), environment=Environment("theano", "Rosetta: Theano", python="3.9", framework_module="theano",
-                                kernel_env=(("THEANO_FLAGS", "floatX=float32,base_compiledir={env}/theano-compiledir"),))),
+                                kernel_env=(("THEANO_FLAGS", THEANO_FLAGS),))),
     # Lasagne 0.1, layers over Theano's symbolic graphs, in the Theano environment that Keras 2 brings
     Framework("lasagne", "Lasagne", "Lasagne", (Variant(None, "theano", packages=("lasagne",), runs_on="Theano"),),
               lacks={"train": NO_DATA_PARALLEL["lasagne"]}, modules=("lasagne", "theano"), not_equivalent={

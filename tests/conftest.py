@@ -1,6 +1,8 @@
 """Shared fixtures and helpers: a private data cache per test; the environment a notebook test needs; the train rows
-that run on one device only; which tests one pytest-xdist worker must run together."""
+that run on one device only; which tests one pytest-xdist worker must run together; the kernels' JAX compilation
+cache."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -16,6 +18,24 @@ from runner.run import ceiling, environments, for_tests, interpreters
 os.environ.setdefault(ceiling.SKIP_VARIABLE, "1")
 # and keep no same-weights verdict between runs: a test plants faults that the verdicts' key cannot see
 os.environ.setdefault(verdict_cache.PATH_VARIABLE, "")
+
+
+def cpu_key():
+    """A short digest of this CPU's model and instruction-set flags (/proc/cpuinfo's first), '' where unreadable."""
+    try:
+        with open("/proc/cpuinfo") as lines:
+            found = [line for line in lines if line.startswith(("model name", "flags"))][:2]
+    except OSError:
+        return ""
+    return hashlib.sha256("".join(found).encode()).hexdigest()[:12]
+
+
+# JAX's persistent compilation cache, for the tests' kernels only (they inherit this process's environment; `run` never
+# sets it: its tables report compile and first-epoch times): XLA's executables kept in the user's cache, per CPU (XLA
+# compiles for the host's instruction set; JAX keys each by its program, options, devices and jaxlib version), so
+# that a notebook's later runs in the session, and a clean clone's tests, load what an earlier run compiled
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(catalog.cache_dir() / "jax-tests" / ("cpu-" + cpu_key())))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # every compile: a smoke run's are short
 
 # Test files whose tests share runs that one of them makes (session fixtures, the check's folders): with pytest-xdist
 # (`run_all.py test` runs two workers) each set goes to one worker, every other test to whichever is free

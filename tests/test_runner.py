@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, require_environment
@@ -396,18 +397,42 @@ def test_cntk_kernel_finds_openmpi_under_its_old_names():
     assert out.returncode == 0 and out.stdout.strip() == "2.7", out.stderr[-2000:]
 
 
-def test_a_kernel_variable_names_its_environment_s_folder(tmp_path, monkeypatch):
+def test_a_kernel_variable_names_its_environment_s_folder_and_the_user_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path)
-    env = catalog.Environment("toy", "Toy", kernel_env=(("CACHE", "dir={env}/cache,mode=1"), ("PLAIN", "1")))
+    monkeypatch.setenv(catalog.CACHE_VARIABLE, str(tmp_path / "shared"))
+    env = catalog.Environment("toy", "Toy", kernel_env=(("CACHE", "dir={env}/cache,mode=1"), ("PLAIN", "1"),
+                                                        ("SHARED", "dir={cache}/toy")))
     environ = environments.kernel_environment(env)
     assert (environ["CACHE"], environ["PLAIN"]) == ("dir={}/cache,mode=1".format(tmp_path / "toy"), "1")
+    assert environ["SHARED"] == "dir={}/toy".format(tmp_path / "shared")
 
 
-def test_theano_kernel_computes_in_float32_and_compiles_inside_its_environment():
-    out = run_in_kernel("theano", "import theano; print(theano.config.floatX, theano.config.compiledir)")
-    floatx, compiledir = out.stdout.split()
-    assert out.returncode == 0 and floatx == "float32", out.stderr[-2000:]
-    assert compiledir.startswith(str(catalog.ENVIRONMENTS["theano"].path / "theano-compiledir"))
+def test_the_user_cache_is_rosetta_cache_else_xdg_s_else_the_home_s(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(catalog.CACHE_VARIABLE, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert catalog.cache_dir() == tmp_path / "home" / ".cache" / "rosetta"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG specification: a relative path is invalid
+    assert catalog.cache_dir() == tmp_path / "home" / ".cache" / "rosetta"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert catalog.cache_dir() == tmp_path / "xdg" / "rosetta"
+    monkeypatch.setenv(catalog.CACHE_VARIABLE, str(tmp_path / "chosen"))
+    assert catalog.cache_dir() == tmp_path / "chosen"
+
+
+def test_theano_kernel_computes_in_float32_and_compiles_in_the_user_cache_by_versions():
+    code = ("import numpy, platform, theano; print(theano.config.floatX, theano.config.compiledir, theano.__version__, "
+            "numpy.__version__, platform.python_version())")
+    out = run_in_kernel("theano", code)
+    assert out.returncode == 0, out.stderr[-2000:]
+    floatx, compiledir, theano_version, numpy_version, python_version = out.stdout.split()
+    assert floatx == "float32"
+    # outside the clone, so that a clean clone on this machine reuses the modules, in a folder that no other Theano,
+    # NumPy or Python shares (the kernel spec says where, as `run_all.py test` wrote it before pytest started)
+    assert Path(compiledir).parent == catalog.cache_dir() / "theano"
+    name = Path(compiledir).name
+    assert "-{}-".format(python_version) in name and name.endswith("-theano-{}-numpy-{}".format(theano_version,
+                                                                                             numpy_version)), name
 
 
 TWO_RUNS = (catalog.Framework("ok", "OK", "OK", (catalog.Variant("a", "runner"), catalog.Variant("b", "runner"),

@@ -395,7 +395,8 @@ def write_kernel_spec(env):
 def kernel_environment(env):
     """The variables a kernel (or probe) of `env` runs with: the catalog's, how it was made, and what its kind needs
     to find (the repository, libraries)."""
-    environ = {name: value.replace("{env}", str(env.path)) for name, value in env.kernel_env}
+    environ = {name: value.replace("{env}", str(env.path)).replace("{cache}", str(catalog.cache_dir()))
+               for name, value in env.kernel_env}
     label = build_label(env)
     if label:
         environ[BUILD_VARIABLE] = label
