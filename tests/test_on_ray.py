@@ -348,21 +348,61 @@ def test_a_node_whose_checkout_has_other_code_runs_the_run_s_code_shipped_by_ray
     assert fingerprints == {on_ray.code_fingerprint(digests)}  # every row says the run's code
 
 
+def test_a_node_that_joins_mid_run_from_other_code_runs_the_run_s_code(fixture_catalog, loopback_cluster, tmp_path,
+                                                                        monkeypatch):
+    other = tmp_path / "other-checkout"  # another commit's checkout, say: code that raises if anything runs it
+    for folder in ("runner", "common", "frameworks", "tests/fixtures"):
+        shutil.copytree(str(catalog.REPO / folder), str(other / folder), ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("runner/run/on_ray.py", "common/__init__.py"):
+        with open(str(other / name), "a") as edited:
+            edited.write("\nraise RuntimeError('the node ran its own checkout')\n")
+    for name in (".envs", ".jupyter"):
+        (other / name).symlink_to(catalog.REPO / name)
+    joined = []
+
+    def join_once_a_notebook_has_finished():  # eight 4 s notebooks on two nodes' slots: some still wait for one
+        deadline = time.time() + 120
+        while not list((tmp_path / "results").glob("*/*.result.json")) and time.time() < deadline:
+            time.sleep(0.2)
+        joined.append(on_ray.start_node("127.0.0.6", head=loopback_cluster["head"].address, cpus=1,
+                                        resources=RUNNER_ENV, checkout=other,
+                                        options=["--min-worker-port", "21300", "--max-worker-port", "21399"]))
+
+    monkeypatch.setattr(catalog, "FRAMEWORKS", SLEEPS[:1])
+    joiner = threading.Thread(target=join_once_a_notebook_has_finished)
+    joiner.start()
+    try:
+        status = cli.main(["run", "-f", "sleeps", "--device", "cpu", "--results", str(tmp_path / "results"), "--on",
+                           "ray", "--address", loopback_cluster["head"].address, "--no-setup", "--sweep",
+                           "epochs=4,5,6,7", "-t", "cnn", "-p", "smoke", "--data", "synthetic", "--no-equivalence",
+                           "-q"])
+    finally:
+        joiner.join()
+        for node in joined:
+            node.stop()
+    (run_dir,) = run_dirs(tmp_path / "results")
+    records = records_by_stem(run_dir)
+    assert status == 0 and len(records) == 8 and {r["status"] for r in records.values()} == {"ok"}, records
+    assert any(record["placement"]["node_ip"] == "127.0.0.6" for record in records.values())  # it took some
+    assert {record["code_fingerprint"] for record in records.values()} == {
+        on_ray.code_fingerprint(on_ray.code_digests(catalog.REPO, []))}
+
+
 def test_a_task_whose_code_differs_from_the_run_s_answers_one_line_and_runs_nothing(tmp_path, monkeypatch):
     on_ray.import_ray()
-    shipped, notebooks = on_ray.ship_code()
-    try:
-        expected = on_ray.code_digests(shipped, notebooks[:1])
-        with open(str(shipped / "runner" / "run" / "on_ray.py"), "a") as edited:  # altered on its way, or stale
-            edited.write("# not the run's\n")
-        monkeypatch.setenv(on_ray.CHECKOUT_VARIABLE, str(catalog.REPO))
-        monkeypatch.chdir(shipped)
-        answer = on_ray.on_node_function()("run_on_node", expected, {}, None)
-    finally:
-        shutil.rmtree(str(shipped))
+    archive, digests = on_ray.ship_code()
+    notebook = sorted(path for path in digests if path.endswith(".ipynb"))[0]
+    expected = {path: digest for path, digest in digests.items() if not path.endswith(".ipynb") or path == notebook}
+    expected["runner/run/on_ray.py"] = "0" * 64  # the run's code says otherwise: the archive was altered, or is stale
+    monkeypatch.setenv(on_ray.CHECKOUT_VARIABLE, str(catalog.REPO))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the task unpacks it
+    answer = on_ray.on_node_function()("run_on_node", expected, archive, {}, None)
     assert set(answer) == {"code_differs"} and "\n" not in answer["code_differs"]
     assert re.fullmatch(r"node [0-9.]+ runs other code than the run \(fingerprint [0-9a-f]{16}, the run's "
                         r"[0-9a-f]{16}\): runner/run/on_ray\.py differs", answer["code_differs"]), answer
+    (unpacked,) = tmp_path.glob(on_ray.CODE_PREFIX + "*")  # unpacked whole, once
+    assert on_ray.code_digests(unpacked, [notebook]) == {path: digest for path, digest in digests.items()
+                                                          if not path.endswith(".ipynb") or path == notebook}
 
 
 def test_the_node_command_starts_a_head_that_a_run_joins_and_stops_on_sigterm(fixture_catalog, tmp_path, monkeypatch):

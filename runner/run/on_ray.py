@@ -13,6 +13,8 @@ row, as in a sequential run, and is never retried. Ctrl-C cancels every task, wh
 """
 
 import contextlib
+import hashlib
+import io
 import json
 import os
 import re
@@ -301,7 +303,7 @@ class Cluster:
 
     def __init__(self, address=None, gpus=0, say=print, wheels=None):
         self.address, self.gpus, self.say, self.wheels = address, gpus, say, wheels
-        self.ray = self.head = self.code = None
+        self.ray = self.head = self.archive = self.code = None
 
     def __enter__(self):
         self.ray = ray = import_ray(self.say, self.wheels)
@@ -311,9 +313,7 @@ class Cluster:
         options = dict(log_to_driver=False, logging_level="ERROR")
         # Ray's core worker installs its own handler of SIGTERM, which aborts the process: keep the run's
         handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        shipped, notebooks = ship_code()  # every task's working folder: Ray packs it at ray.init, for the whole run
-        self.code = code_digests(shipped, notebooks)  # what every task must find there (its own notebook's digest)
-        options["runtime_env"] = {"working_dir": str(shipped)}
+        self.archive, self.code = ship_code()  # what every task unpacks, and must find there
         try:
             if self.address is None:
                 self.head = start_head(self.gpus, self.say)
@@ -326,7 +326,6 @@ class Cluster:
                 "start" if self.address is None else "reach the cluster at " + self.address,
                 results.first_line(str(error)))) from None
         finally:
-            shutil.rmtree(str(shipped), ignore_errors=True)
             for number, handler in handlers.items():
                 if handler is not None:
                     signal.signal(number, handler)
@@ -391,14 +390,19 @@ def fits(resources, node):
 
 
 CHECKOUT_VARIABLE = checkout.INSTALL_VARIABLE  # on every node: the checkout whose environments its tasks use
+CODE_PREFIX = "rosetta-code-"  # a node's copy of a run's code, in its temporary folder: rosetta-code-<archive's hash>
 # A task's first step on its node, shipped by value (cloudpickle pickles a function of a module it cannot import by
-# value), so that it is always the run's own. A notebook's task runs in the run's code, which Ray unpacked on the node
-# as the task's working folder (runtime_env's working_dir: ship_code, below); the node's checkout gives only its
-# environments (catalog.INSTALL). The bootstrap first compares that code (every file of common/, frameworks/, runner/
-# and the task's notebook) with the run's (`expected`, code_digests on the head): where they differ it answers
-# {"code_differs": one line} and runs nothing. Then it imports the runner from it (Ray puts the driver's folders first
-# on its workers' sys.path: they go behind) and calls runner.run.on_ray.<name> there. A task without `expected` (the
-# setup on a node) runs the node's own checkout instead.
+# value), so that it is always the run's own. A notebook's task gets the run's code as a zip archive (ship_code: the
+# head puts it in Ray's object store once; each node fetches it once) and unpacks it, once per node and archive, into
+# the node's temporary folder (start_node makes that the node's own folder, removed with it): the node's checkout
+# gives only its environments (catalog.INSTALL). The bootstrap compares the unpacked code (every file of common/,
+# frameworks/, runner/ and the task's notebook) with the run's (`expected`, code_digests on the head): where they
+# differ it answers {"code_differs": one line} and runs nothing. Then it imports the runner from it (ahead of the
+# driver's folders, which Ray puts first on its workers' sys.path) and calls runner.run.on_ray.<name> there. A task
+# without `expected` (the setup on a node) runs the node's own checkout instead.
+# Not Ray's runtime_env working_dir: the nodes of one machine share its unpacked copy (a Ray session's folder), which
+# Ray replaced under a running task's feet when a node joined mid-run (tests/test_on_ray.py), and it starts a fresh
+# worker per node and run (1.5 s here).
 _BOOTSTRAP = """
 CODE_FOLDERS = ("common", "frameworks", "runner")
 
@@ -431,7 +435,20 @@ def fingerprint(digests):
     return hashlib.sha256(json.dumps(sorted(digests.items())).encode()).hexdigest()[:16]
 
 
-def on_node(name, expected, *args):
+def unpacked(archive):
+    import hashlib, io, os, shutil, tempfile, zipfile
+    folder = os.path.join(tempfile.gettempdir(), "rosetta-code-" + hashlib.sha256(archive).hexdigest()[:16])
+    if not os.path.isdir(folder):  # whole or not at all: unpacked beside it, then renamed
+        partial = tempfile.mkdtemp(prefix="rosetta-code-part-")
+        zipfile.ZipFile(io.BytesIO(archive)).extractall(partial)
+        try:
+            os.rename(partial, folder)
+        except OSError:  # another task on this node got there first
+            shutil.rmtree(partial, ignore_errors=True)
+    return folder
+
+
+def on_node(name, expected, archive, *args):
     import importlib, os, sys
     checkout = os.environ.get("ROSETTA_CHECKOUT")
     if not checkout:
@@ -440,7 +457,7 @@ def on_node(name, expected, *args):
     code = checkout
     if expected is not None:
         import ray
-        code = os.getcwd()  # the run's code, unpacked by Ray
+        code = unpacked(archive)
         there = code_digests(code, [path for path in expected if path.endswith(".ipynb")])
         differ = sorted(path for path in set(there) | set(expected) if there.get(path) != expected.get(path))
         if differ:
@@ -458,34 +475,38 @@ def on_node(name, expected, *args):
 
 def bootstrap():
     """The bootstrap above as a namespace of a module no worker can import (so that Ray ships its functions' code):
-    on_node, code_digests, code_only, fingerprint."""
+    on_node, unpacked, code_digests, code_only, fingerprint."""
     namespace = {"__name__": "rosetta_ray_bootstrap"}
     exec(compile(_BOOTSTRAP, "<rosetta_ray_bootstrap>", "exec"), namespace)  # our own constant code, nothing from outside
     return namespace
 
 
 def on_node_function():
-    """The task's first step on its node (bootstrap's on_node): on_node(name, expected code or None, *args)."""
+    """The task's first step on its node (bootstrap's on_node): on_node(name, expected code or None, the code's archive
+    or None, *args)."""
     return bootstrap()["on_node"]
 
 
 def ship_code():
-    """A new folder holding the run's code as it is now, uncommitted edits included (common/, frameworks/, runner/,
-    less __pycache__, and the catalog's notebooks), each where it is in the checkout: what Ray ships to every task as
-    its working folder; and the notebooks' paths relative to it. Named like a node's folder (node_folder), so that one
-    a killed runner leaves goes with the next."""
-    folder = node_folder()
-    for name in bootstrap()["CODE_FOLDERS"]:
-        shutil.copytree(str(catalog.REPO / name), str(folder / name), ignore=shutil.ignore_patterns("__pycache__"))
-    notebooks = [str(path.relative_to(catalog.REPO)) for path in sorted(catalog.NOTEBOOKS.glob("*.ipynb"))]
-    for name in notebooks:
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(str(catalog.REPO / name), str(folder / name))
-    return folder, notebooks
+    """The run's code as it is now, uncommitted edits included: a zip archive of common/, frameworks/, runner/ (less
+    __pycache__) and the catalog's notebooks, each where it is in the checkout (what every task unpacks on its node),
+    and {path: sha256} of its files (code_digests' answer for it)."""
+    import zipfile
+
+    paths = [path for name in bootstrap()["CODE_FOLDERS"] for path in sorted((catalog.REPO / name).rglob("*"))
+             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"]
+    paths += sorted(catalog.NOTEBOOKS.glob("*.ipynb"))
+    buffer, digests = io.BytesIO(), {}
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in paths:
+            name, data = str(path.relative_to(catalog.REPO)), path.read_bytes()
+            archive.writestr(name, data)
+            digests[name] = hashlib.sha256(data).hexdigest()
+    return buffer.getvalue(), digests
 
 
 def code_digests(folder, notebooks):
-    """{path: sha256} of the code in `folder` (a checkout or ship_code's copy) and of `notebooks` there."""
+    """{path: sha256} of the code in `folder` (a checkout, or a run's code unpacked) and of `notebooks` there."""
     return bootstrap()["code_digests"](str(folder), notebooks)
 
 
@@ -623,6 +644,7 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
 
     say("[ray] {}".format(cluster.describe()))
     code, fingerprint = cluster.code, code_fingerprint(cluster.code)  # the run's, which every task checks
+    archive = ray.put(cluster.archive)  # in the object store once; each node fetches it once
     head = ray.get_runtime_context().get_node_id()
     placements = ray.remote(Placements).options(
         num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(head, soft=False)).remote()
@@ -648,7 +670,7 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
                 "kernel": job.environment.kernel_name, "parameters": dict(parameters_of(job), threads=threads),
                 "timeout": timeout, "threads": threads, "file_stem": job.stem}
         reference = task.options(max_retries=RETRIES, retry_exceptions=False, **resources).remote(
-            "run_on_node", expected, spec, placements)
+            "run_on_node", expected, archive, spec, placements)
         pending[reference] = (job, folder, kind, time.time(), resources)
     say("[ray] {} notebook{} submitted".format(len(pending), "" if len(pending) == 1 else "s"))
     try:
@@ -732,8 +754,8 @@ def setup_on_nodes(address, envs=(), build=None, wheels=None, say=print):
 
             remote = cluster.ray.remote(on_node_function())
             answers = {node["NodeManagerAddress"]: remote.options(num_cpus=0, scheduling_strategy=(
-                NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))).remote("setup_here", None, list(envs),
-                                                                                options)
+                NodeAffinitySchedulingStrategy(node["NodeID"], soft=False))).remote("setup_here", None, None,
+                                                                                list(envs), options)
                 for node in cluster.nodes()}
             say("[ray] setup on {} node{}".format(len(answers), "" if len(answers) == 1 else "s"))
             failed, restart = [], []
