@@ -400,9 +400,9 @@ CODE_PREFIX = "rosetta-code-"  # a node's copy of a run's code, in its temporary
 # differ it answers {"code_differs": one line} and runs nothing. Then it imports the runner from it (ahead of the
 # driver's folders, which Ray puts first on its workers' sys.path) and calls runner.run.on_ray.<name> there. A task
 # without `expected` (the setup on a node) runs the node's own checkout instead.
-# Not Ray's runtime_env working_dir: the nodes of one machine share its unpacked copy (a Ray session's folder), which
-# Ray replaced under a running task's feet when a node joined mid-run (tests/test_on_ray.py), and it starts a fresh
-# worker per node and run (1.5 s here).
+# Not Ray's runtime_env working_dir: the nodes of one machine share its unpacked copy (a Ray session's folder), and
+# when a node joined mid-run the other nodes' tasks lost it as their working folder (tests/test_on_ray.py); it also
+# starts a fresh worker per node and run (1.5 s here).
 _BOOTSTRAP = """
 CODE_FOLDERS = ("common", "frameworks", "runner")
 
