@@ -145,7 +145,7 @@ def test_a_planted_slow_down_of_the_machine_probe_during_one_notebook_flags_that
     rows = {row["sweep_value"]: row for row in csv.DictReader(open(str(run_dir / "results.csv")))}
     assert abs(float(rows["2"]["machine_slowdown"]) - 0.5) < 1e-6
     assert float(rows["1"]["machine_slowdown"]) == float(rows["3"]["machine_slowdown"]) == 0.0
-    assert float(rows["1"]["others_cores"]) == 0.0
+    assert rows["1"]["others_cores"] in ("", "0.0")  # none where the notebook took under machine_probe.BUSY_WALL_S
     text = (run_dir / "results.md").read_text()
     assert text.count("machine 50% slower during this row") == 1 and "OK · epochs=2: machine 50% slower" in text
     assert "6 probes, the loop 20.0 to 30.0 ms" in text and "cores busy during this row" not in text
