@@ -14,7 +14,7 @@ from conftest import require_environment
 from common import flops, results
 from runner import catalog, run_folder
 from runner.report import table
-from runner.run import ceiling, execution
+from runner.run import ceiling, execution, machine_probe
 
 CPUINFO = """processor\t: 0
 vendor_id\t: {vendor}
@@ -86,7 +86,7 @@ def test_a_ceiling_measured_while_another_program_computes_is_not_kept(tmp_path,
     monkeypatch.setattr(catalog, "ENVS_DIR", tmp_path / "envs")
     monkeypatch.setattr(ceiling, "TAKES", 1)  # kept at its first quiet take
     calls, said = [], []
-    probe = fake_probe(TIMINGS, calls, seconds=2 * ceiling.BUSY_WALL_S)  # the machine's own clock ticks read
+    probe = fake_probe(TIMINGS, calls, seconds=2 * machine_probe.BUSY_WALL_S)  # the machine's own clock ticks read
     spinner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 20\nwhile time.time() < end: pass"])
     try:
         busy = ceiling.cached_or_measured("cpu", 2, probe=probe, say=said.append)

@@ -35,7 +35,6 @@ BUDGET_S = 1.5  # timed repeats per path, after its calibration (runner/run/gemm
 PATH_LIMIT_S = 20.0  # a path unanswered after this long is stopped and reported so: the others still are measured
 START_LIMIT_S = 60.0  # an environment's interpreter start and imports, before its first path
 BUSY_CORES = 0.25  # a ceiling measured while other programs kept more cores than this busy is not cached
-BUSY_WALL_S = machine_probe.BUSY_WALL_S  # a measurement shorter than this cannot tell busy cores
 TAKES = 3  # quiet measurements, one per run, before a machine's ceiling is kept as it is: the best of them, its spread said
 # Set (to anything) to leave the ceiling unmeasured: the tests' runs of fixture notebooks, which compute nothing it bounds
 SKIP_VARIABLE = "ROSETTA_NO_CEILING"
@@ -166,9 +165,7 @@ def measure(device, threads, gpu=None, probe=run_probe, say=print, paths=None, o
         mine = [path for env, path in wanted if env == env_name]
         say("[ceiling] {}: {} ...".format(env_name, ", ".join(mine)))
         measured.update(probe(env_name, mine, threads))
-    others_after, wall = others(), time.monotonic() - started
-    known = None not in (others_before, others_after) and wall >= BUSY_WALL_S  # the system's clock ticks are 10 ms
-    busy = (others_after - others_before) / wall if known else None
+    busy = machine_probe.cores_busy(others_before, others(), time.monotonic() - started)
     return {"device": gpu.get("name") if gpu else "cpu", "threads": threads, "ceilings": best_per_precision(measured),
             "paths": measured, "busy_cores": busy}
 

@@ -70,6 +70,14 @@ def cpu_seconds_of_others():
     return busy - (mine.user + mine.system + mine.children_user + mine.children_system)
 
 
+def cores_busy(others_before, others_after, wall_s):
+    """How many cores other programs kept busy on average over `wall_s` seconds between two cpu_seconds_of_others
+    readings; None where either is unknown or the span is too short to tell (BUSY_WALL_S)."""
+    if None in (others_before, others_after) or wall_s < BUSY_WALL_S:
+        return None
+    return (others_after - others_before) / wall_s
+
+
 class Watch:
     """The machine watched over one notebook: made just before it starts, `ended()` once it has finished."""
 
@@ -85,10 +93,9 @@ class Watch:
         deadline = time.monotonic() + SETTLE_S
         while not settled() and time.monotonic() < deadline:
             time.sleep(0.05)
-        others_after, wall = self.others(), time.monotonic() - self.started
-        known = None not in (self.others_before, others_after) and wall >= BUSY_WALL_S
+        busy = cores_busy(self.others_before, self.others(), time.monotonic() - self.started)
         return {"before": self.before, "after": self.probe(),
-                "others_cores": round(max(0.0, others_after - self.others_before) / wall, 3) if known else None}
+                "others_cores": None if busy is None else round(max(0.0, busy), 3)}
 
 
 def watching():

@@ -13,7 +13,6 @@ row, as in a sequential run, and is never retried. Ctrl-C cancels every task, wh
 """
 
 import contextlib
-import hashlib
 import io
 import json
 import os
@@ -390,7 +389,6 @@ def fits(resources, node):
 
 
 CHECKOUT_VARIABLE = checkout.INSTALL_VARIABLE  # on every node: the checkout whose environments its tasks use
-CODE_PREFIX = "rosetta-code-"  # a node's copy of a run's code, in its temporary folder: rosetta-code-<archive's hash>
 # A task's first step on its node, shipped by value (cloudpickle pickles a function of a module it cannot import by
 # value), so that it is always the run's own. A notebook's task gets the run's code as a zip archive (ship_code: the
 # head puts it in Ray's object store once; each node fetches it once) and unpacks it, once per node and archive, into
@@ -405,6 +403,7 @@ CODE_PREFIX = "rosetta-code-"  # a node's copy of a run's code, in its temporary
 # starts a fresh worker per node and run (1.5 s here).
 _BOOTSTRAP = """
 CODE_FOLDERS = ("common", "frameworks", "runner")
+CODE_PREFIX = "rosetta-code-"  # a node's copy of a run's code, in its temporary folder: rosetta-code-<archive's hash>
 
 
 def code_digests(root, notebooks):
@@ -437,9 +436,9 @@ def fingerprint(digests):
 
 def unpacked(archive):
     import hashlib, io, os, shutil, tempfile, zipfile
-    folder = os.path.join(tempfile.gettempdir(), "rosetta-code-" + hashlib.sha256(archive).hexdigest()[:16])
+    folder = os.path.join(tempfile.gettempdir(), CODE_PREFIX + hashlib.sha256(archive).hexdigest()[:16])
     if not os.path.isdir(folder):  # whole or not at all: unpacked beside it, then renamed
-        partial = tempfile.mkdtemp(prefix="rosetta-code-part-")
+        partial = tempfile.mkdtemp(prefix=CODE_PREFIX + "part-")
         zipfile.ZipFile(io.BytesIO(archive)).extractall(partial)
         try:
             os.rename(partial, folder)
@@ -481,6 +480,9 @@ def bootstrap():
     return namespace
 
 
+CODE_PREFIX = bootstrap()["CODE_PREFIX"]
+
+
 def on_node_function():
     """The task's first step on its node (bootstrap's on_node): on_node(name, expected code or None, the code's archive
     or None, *args)."""
@@ -488,20 +490,17 @@ def on_node_function():
 
 
 def ship_code():
-    """The run's code as it is now, uncommitted edits included: a zip archive of common/, frameworks/, runner/ (less
-    __pycache__) and the catalog's notebooks, each where it is in the checkout (what every task unpacks on its node),
-    and {path: sha256} of its files (code_digests' answer for it)."""
+    """The run's code as it is now, uncommitted edits included: a zip archive of the files code_digests hashes in this
+    checkout (common/, frameworks/, runner/ less __pycache__, and the catalog's notebooks), each where it is here (what
+    every task unpacks on its node), and those digests."""
     import zipfile
 
-    paths = [path for name in bootstrap()["CODE_FOLDERS"] for path in sorted((catalog.REPO / name).rglob("*"))
-             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"]
-    paths += sorted(catalog.NOTEBOOKS.glob("*.ipynb"))
-    buffer, digests = io.BytesIO(), {}
+    notebooks = [str(path.relative_to(catalog.REPO)) for path in sorted(catalog.NOTEBOOKS.glob("*.ipynb"))]
+    digests = code_digests(catalog.REPO, notebooks)
+    buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in paths:
-            name, data = str(path.relative_to(catalog.REPO)), path.read_bytes()
-            archive.writestr(name, data)
-            digests[name] = hashlib.sha256(data).hexdigest()
+        for name in digests:
+            archive.write(str(catalog.REPO / name), name)
     return buffer.getvalue(), digests
 
 
