@@ -2,6 +2,7 @@
 
 import dataclasses
 import os
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -15,6 +16,10 @@ ENVS_DIR = INSTALL / ".envs"  # a dot folder: nothing in it can shadow an import
 JUPYTER_DIR = INSTALL / ".jupyter"  # project-local Jupyter data path holding the kernel specs
 REQUIREMENTS_DIR = INSTALL / "envs"
 CACHE_VARIABLE = "ROSETTA_CACHE"  # the folder for what clones of the repository share on a machine (cache_dir)
+RELEASE_MARK = "@"  # `-f jax@0.6.2`: a framework at one of its releases, in an environment of its own
+VERSIONS_DIR = "versions"  # envs/versions/: the requirements and locks of those environments
+# a release as PyPI numbers one (PEP 440's public versions: 2.9.1, 0.4.30, 2.16.0rc1, 1.0.post1)
+_RELEASE = re.compile(r"^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?$")
 
 
 def cache_dir() -> Path:
@@ -53,15 +58,22 @@ class Environment:
     test_packages: tuple[str, ...] = ()  # pinned for the tests only: an adopted interpreter may go without them
     # optional parts added by the command that needs them, each envs/<name>-<extra>.txt (with its lock)
     extras: tuple[str, ...] = ()
+    release: Optional[str] = None  # a framework's release this environment holds (its name is then <base>@<release>)
 
     @property
     def path(self) -> Path:
         return ENVS_DIR / self.name
 
     @property
+    def base(self) -> str:
+        """The environment it derives from: its own name, or 'jax' for the release environment 'jax@0.6.2'."""
+        return self.name.split(RELEASE_MARK)[0]
+
+    @property
     def requirements(self) -> Path:
-        """The CPU build's requirements, envs/<name>.txt."""
-        return REQUIREMENTS_DIR / (self.name + ".txt")
+        """The CPU build's requirements, envs/<name>.txt (a release's: envs/versions/<base>@<release>.txt)."""
+        folder = REQUIREMENTS_DIR / VERSIONS_DIR if self.release else REQUIREMENTS_DIR
+        return folder / (self.name + ".txt")
 
     @property
     def gpu_requirements(self) -> tuple[Path, ...]:
@@ -71,7 +83,7 @@ class Environment:
     @property
     def build_requirements(self) -> Optional[Path]:
         """envs/<name>-build.txt: packages installed first, for requirements built without build isolation."""
-        path = REQUIREMENTS_DIR / (self.name + "-build.txt")
+        path = REQUIREMENTS_DIR / (self.base + "-build.txt")
         return path if path.exists() else None
 
     def extra_requirements(self, extra) -> Path:
@@ -81,12 +93,13 @@ class Environment:
     @property
     def debian_packages(self) -> Optional[Path]:
         """envs/<name>-debian.txt: Debian packages (name=version) extracted into the environment for its kernel."""
-        path = REQUIREMENTS_DIR / (self.name + "-debian.txt")
+        path = REQUIREMENTS_DIR / (self.base + "-debian.txt")
         return path if path.exists() else None
 
     @property
     def kernel_name(self) -> str:
-        return "rosetta-" + self.name
+        """rosetta-<name>; a release's rosetta-jax-0.6.2, since Jupyter's kernel names cannot hold '@'."""
+        return "rosetta-" + self.name.replace(RELEASE_MARK, "-")
 
     @property
     def python_path(self) -> Path:
@@ -130,6 +143,25 @@ class Framework:
     resnet50: str = "v1.5"
     # {task: why}: tasks it has no notebook for (yet, or at all); the run writes their rows with the reason
     lacks: dict = dataclasses.field(default_factory=dict, hash=False, compare=False)
+    # the PyPI package whose releases `-f <key>@<release>` names (its environment's requirements pin it); None: the
+    # framework has no releases to choose from here (release_refusal says why)
+    package: Optional[str] = None
+    release: Optional[str] = None  # the release this framework's rows run (at()), None: its environment's own pin
+
+    @property
+    def own_label(self) -> str:
+        """Its label without a release: 'JAX' for JAX 0.6.2's rows."""
+        return self.label[:-len(self.release) - 1] if self.release else self.label
+
+    def at(self, release: str) -> "Framework":
+        """This framework at `release`: key jax@0.6.2, label 'JAX 0.6.2', its rows in the environment jax@0.6.2."""
+        env = dataclasses.replace(self.environment, name=self.environment.name + RELEASE_MARK + release,
+                                  display_name="{} {}".format(self.environment.display_name, release),
+                                  gpu_builds=(), extras=(), release=release)
+        return dataclasses.replace(
+            self, key=self.key + RELEASE_MARK + release, label="{} {}".format(self.label, release),
+            variants=tuple(dataclasses.replace(v, env=env.name) for v in self.variants if v.env == self.environment.name),
+            environment=env, release=release)
 
 
 def task_overrides(task, run_overrides):
@@ -159,7 +191,8 @@ class Job:
     def stem(self) -> str:
         """File name stem of this run's outputs, e.g. PyTorch_CNN, Keras_CNN-jax, PyTorch_CNN-bf16-compiled or
         PyTorch_Inference-batch_size-8."""
-        stem = self.notebook.stem + ("-" + self.variant.name if self.variant.name else "")
+        stem = self.notebook.stem + (RELEASE_MARK + self.framework.release if self.framework.release else "")
+        stem += ("-" + self.variant.name) if self.variant.name else ""
         stem += variants.suffix(self.precision, self.compile_mode)
         return stem + ("-{}-{}".format(*self.sweep) if self.sweep else "")
 
@@ -193,7 +226,7 @@ class Job:
         compiling every step as written refuses: common.variants.compile_refusal); None otherwise."""
         if (self.precision, self.compile_mode) != ("auto", "on"):
             return None
-        return variants.compile_refusal(self.framework.label, self.variant.runs_on)
+        return variants.compile_refusal(self.framework.own_label, self.variant.runs_on)
 
     @property
     def is_default(self) -> bool:
@@ -202,7 +235,7 @@ class Job:
 
     @property
     def environment(self) -> Environment:
-        return ENVIRONMENTS[self.variant.env]
+        return environment(self.variant.env)
 
     @property
     def not_equivalent(self) -> Optional[str]:
@@ -236,11 +269,12 @@ KERAS_SPARSE_ADAM = ("Keras' Adam on the TensorFlow backend squares the embeddin
 # are notebooks/<notebook_prefix>_<task's notebook>.ipynb and its pins envs/<environment name>.txt.
 FRAMEWORKS: tuple[Framework, ...] = (
     # PyTorch's Linux wheels are CUDA builds that also run on the CPU: pytorch.txt serves both
-    Framework("pytorch", "PyTorch", "PyTorch", (Variant(None, "pytorch"),), modules=("torch", "torchvision"),
+    Framework("pytorch", "PyTorch", "PyTorch", (Variant(None, "pytorch"),), modules=("torch", "torchvision"), package="torch",
               environment=Environment("pytorch", "Rosetta: PyTorch", gpu_builds=("pytorch.txt", "pytorch-cuda12.txt"),
                                       framework_module="pytorch")),
     # TF_CPP_MIN_LOG_LEVEL=1: TensorFlow's C++ start-up INFO lines stay out of the run log; warnings remain.
     Framework("tensorflow", "TensorFlow", "TensorFlow", (Variant(None, "tensorflow"),), modules=("tensorflow", "keras"),
+              package="tensorflow-cpu",
               resnet50="v1",  # keras.applications': convolution biases, batch norm's epsilon 1.001e-5
               environment=Environment("tensorflow", "Rosetta: TensorFlow", kernel_env=(("TF_CPP_MIN_LOG_LEVEL", "1"),),
                                       gpu_builds=("tensorflow-cuda12.txt",), framework_module="tensorflow")),
@@ -250,7 +284,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
         Variant("jax", "jax", (("backend", "jax"),), packages=("keras",)),
         Variant("torch", "pytorch", (("backend", "torch"),), packages=("keras",)),
     ), resnet50="v1", modules=("keras",)),  # keras.applications
-    Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), modules=("jax", "flax", "optax"), not_equivalent={
+    Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), modules=("jax", "flax", "optax"), package="jax", not_equivalent={
         "rnn": "Flax's GRUCell has no recurrent bias: the new gate's one (inside the reset product) is lost and the "
                "reset and update gates get one bias where the reference has two"},
         environment=Environment("jax", "Rosetta: JAX", gpu_builds=("jax-cuda13.txt", "jax-cuda12.txt"),
@@ -335,37 +369,99 @@ def framework_keys():
     return [f.key for f in FRAMEWORKS]
 
 
+def is_release(text):
+    """True where `text` is a release number as PyPI numbers them ('2.9.1', '2.16.0rc1')."""
+    return bool(_RELEASE.match(text))
+
+
+def split_release(name):
+    """('jax', '0.6.2') for 'jax@0.6.2', ('jax', None) for 'jax'; SelectionError where what follows '@' is no release."""
+    key, mark, release = name.partition(RELEASE_MARK)
+    if not mark:
+        return name, None
+    if not release:
+        raise SelectionError("{}: name a release after '{}', as in {}{}1.2.3".format(name, RELEASE_MARK, key,
+                                                                                    RELEASE_MARK))
+    if not is_release(release):
+        raise SelectionError("{}: {!r} is not a release number (PEP 440, as in 2.9.1 or 2.16.0rc1)".format(
+            name, release))
+    return key, release
+
+
+def framework(name):
+    """The framework named `name` on the command line ('jax', or 'jax@0.6.2' for JAX at that release); SelectionError
+    where there is none, or where the framework has no releases to choose from."""
+    key, release = split_release(name)
+    found = next((f for f in FRAMEWORKS if f.key == key.lower()), None)
+    if found is None:
+        raise SelectionError("unknown framework {}; known frameworks: {}".format(key, ", ".join(
+            framework_keys() + [a.key for a in ABSENT])))
+    if release is None:
+        return found
+    if found.package is None:
+        raise SelectionError("{}: {} has no releases to choose from here; {} do ({})".format(
+            name, found.label, ", ".join(f.key for f in FRAMEWORKS if f.package), release_refusal(found)))
+    return found.at(release)
+
+
+def release_refusal(framework):
+    """Why `-f <key>@<release>` is refused for a framework without a `package`."""
+    if framework.environment is None:
+        return "{} runs in its backends' environments, which choose its release".format(framework.label)
+    return "its environment's own pins are the only release this project builds of it"
+
+
+def environment(name):
+    """The environment named `name`: one of ENVIRONMENTS, or a framework's release environment ('jax@0.6.2');
+    SelectionError where there is none."""
+    if name in ENVIRONMENTS:
+        return ENVIRONMENTS[name]
+    base, release = split_release(name)
+    owner = next((f for f in FRAMEWORKS if f.environment and f.environment.name == base), None)
+    if release is None or owner is None:
+        raise SelectionError("unknown environment {}; known environments: {}".format(name, ", ".join(ENVIRONMENTS)))
+    return framework(owner.key + RELEASE_MARK + release).environment
+
+
+def release_environments():
+    """The release environments built under .envs/ (jax@0.6.2), in name order."""
+    found = []
+    for path in sorted(ENVS_DIR.glob("*" + RELEASE_MARK + "*")) if ENVS_DIR.is_dir() else []:
+        try:
+            found.append(environment(path.name)) if path.is_dir() else None
+        except SelectionError:
+            pass
+    return found
+
+
 def select(frameworks=None, task_keys=None):
-    """Return the jobs for the named frameworks and tasks (all when None), raising SelectionError on unknown names.
-    An absent framework (ABSENT) is a known name with no jobs: absent_selected() names it; a task a framework lacks
-    gives no job either: lacking() names it."""
+    """Return the jobs for the named frameworks (a name may give a release: 'jax@0.6.2') and tasks (all when None),
+    raising SelectionError on unknown names. An absent framework (ABSENT) is a known name with no jobs:
+    absent_selected() names it; a task a framework lacks gives no job either: lacking() names it."""
     known_tasks = list(tasks.TASKS)
     chosen = task_keys or known_tasks
     unknown = [t for t in chosen if t not in tasks.TASKS]
     if unknown:
         raise SelectionError("unknown task {}; known tasks: {}".format(", ".join(unknown), ", ".join(known_tasks)))
-    by_key = {f.key: f for f in FRAMEWORKS}
-    keys = [k for k in frameworks or framework_keys() if k.lower() not in {a.key for a in ABSENT}]
-    unknown = [k for k in keys if k.lower() not in by_key]
+    names = [k for k in frameworks or framework_keys() if k.lower() not in {a.key for a in ABSENT}]
+    unknown = [split_release(k)[0] for k in names if split_release(k)[0].lower() not in framework_keys()]
     if unknown:
         raise SelectionError(
             "unknown framework {}; known frameworks: {}".format(", ".join(unknown), ", ".join(
                 framework_keys() + [a.key for a in ABSENT]))
         )
-    return [
-        Job(by_key[key.lower()], variant, task)
-        for key in keys
-        for variant in by_key[key.lower()].variants
-        for task in chosen if task not in by_key[key.lower()].lacks
-    ]
+    chosen_frameworks = [framework(name) for name in names]
+    return [Job(f, variant, task) for f in chosen_frameworks for variant in f.variants
+            for task in chosen if task not in f.lacks]
 
 
 def lacking(frameworks=None, task_keys=None):
     """(framework, task, why) for the named frameworks' tasks (all when None) that have no notebook: the rows the run
     writes instead of running them (select() leaves them out)."""
-    keys = [k.lower() for k in frameworks or framework_keys()]
-    return [(f, task, f.lacks[task]) for f in FRAMEWORKS if f.key in keys
-            for task in task_keys or list(tasks.TASKS) if task in f.lacks]
+    absent = {a.key for a in ABSENT}
+    chosen = [framework(k) for k in frameworks or framework_keys() if k.lower() not in absent]
+    chosen.sort(key=lambda f: framework_keys().index(split_release(f.key)[0]))  # in table order, as the table shows
+    return [(f, task, f.lacks[task]) for f in chosen for task in task_keys or list(tasks.TASKS) if task in f.lacks]
 
 
 def absent_selected(frameworks=None):
@@ -390,6 +486,8 @@ def expand(jobs, precisions=("auto",), compile_modes=None, sweep=None):
 
 
 def environments_for(jobs):
-    """The environments the jobs need, each once, in catalog order."""
+    """The environments the jobs need, each once, in catalog order (a framework's release environments after its
+    own: jax, jax@0.6.2)."""
     names = {job.variant.env for job in jobs}
-    return [env for env in ENVIRONMENTS.values() if env.name in names]
+    order = list(ENVIRONMENTS)
+    return [environment(name) for name in sorted(names, key=lambda name: (order.index(split_release(name)[0]), name))]

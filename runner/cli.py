@@ -18,7 +18,7 @@ from runner import catalog, pipeline, run_folder
 from runner.run import batch, environments, setup_commands
 from runner.run.settings import RunSettings
 
-COMMANDS = ("run", "setup", "test", "report", "rosetta", "list", "lock", "node")
+COMMANDS = ("run", "setup", "test", "report", "rosetta", "list", "lock", "prune", "node")
 
 DATA_SOURCES = ("auto", "real", "synthetic")  # common.datasets.SOURCES, which needs numpy: this runs before it exists
 
@@ -75,7 +75,8 @@ def build_parser():
     parser = _Parser(
         prog="run_all.py",
         description="Run the DL Rosetta Stone notebooks on their framework kernels and build the results table.",
-        epilog="Commands: run (default), setup, test, report, rosetta, list, lock, node. `run_all.py COMMAND -h` explains each.",
+        epilog="Commands: run (default), setup, test, report, rosetta, list, lock, prune, node. `run_all.py COMMAND -h` "
+               "explains each.",
     )
     sub = parser.add_subparsers(dest="command")
 
@@ -130,7 +131,8 @@ def build_parser():
 
     setup = sub.add_parser("setup", help="build the environments and kernels (all, or those named); GPU builds where "
                            "nvidia-smi finds a GPU they can use")
-    setup.add_argument("envs", nargs="*", help="environment names, default all: " + ", ".join(catalog.ENVIRONMENTS))
+    setup.add_argument("envs", nargs="*", help="environment names, default all: " + ", ".join(catalog.ENVIRONMENTS) +
+                       "; or a framework's at a release: jax@0.6.2 (envs/versions/)")
     setup.add_argument("--gpu", action="store_true", help="GPU builds even where nvidia-smi finds no GPU")
     setup.add_argument("--cpu", action="store_true", help="CPU builds, replacing GPU builds and adoptions")
     setup.add_argument("--python", type=_path, metavar="PATH", help="adopt this existing interpreter as the (one) "
@@ -174,7 +176,12 @@ def build_parser():
 
     lock = sub.add_parser("lock", help="regenerate the locks envs/<env>.lock (every package, exact version and "
                           "hashes) from the requirements files, with uv, and say what changed")
-    lock.add_argument("envs", nargs="*", help="environment names, default all: " + ", ".join(catalog.ENVIRONMENTS))
+    lock.add_argument("envs", nargs="*", help="environment names, default all: " + ", ".join(catalog.ENVIRONMENTS) +
+                      "; or a framework's at a release: jax@0.6.2 (writes envs/versions/jax@0.6.2.txt and its lock)")
+
+    prune = sub.add_parser("prune", help="remove frameworks' release environments (.envs/jax@0.6.2, its log and "
+                           "kernel); envs/versions/ keeps what rebuilds them")
+    prune.add_argument("envs", nargs="*", help="release environments, default every one built")
     return parser
 
 
@@ -239,11 +246,12 @@ def parse(argv):
         raise UsageError("--gpu and --cpu exclude each other")
     if args.command in ("run", "setup") and args.wheels is not None and not args.wheels.is_dir():
         raise UsageError("--wheels: no such folder: {}".format(args.wheels))
-    if args.command in ("setup", "lock"):
-        unknown = [name for name in args.envs if name not in catalog.ENVIRONMENTS]
-        if unknown:
-            raise UsageError("unknown environment {}; known environments: {}".format(
-                ", ".join(unknown), ", ".join(catalog.ENVIRONMENTS)))
+    if args.command in ("setup", "lock", "prune"):
+        for name in args.envs:  # a framework's release environment (jax@0.6.2) is made when named
+            try:
+                catalog.environment(name)
+            except catalog.SelectionError as error:
+                raise UsageError(str(error)) from None
     if args.command == "setup":
         if args.python is not None:
             if len(args.envs) != 1:
@@ -380,11 +388,13 @@ def main(argv=None):
     except UsageError as error:
         print("run_all.py: error: {}".format(error), file=sys.stderr)
         return USAGE_ERROR
-    if args.command in ("list", "setup", "lock") and getattr(args, "on", None) is None:  # the standard library is enough
+    if args.command in ("list", "setup", "lock", "prune") and getattr(args, "on", None) is None:  # the standard library is enough
         try:
             if args.command == "setup":
                 return setup_commands.setup(args.envs, python=args.python, install_missing=args.install_missing,
                                             wheels=args.wheels, build=build_choice(args))
+            if args.command == "prune":
+                return setup_commands.prune(args.envs)
             return setup_commands.lock(args.envs) if args.command == "lock" else setup_commands.list_catalog()
         except environments.SetupError as error:
             print("run_all.py: error: {}".format(error), file=sys.stderr)

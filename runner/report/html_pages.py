@@ -146,11 +146,17 @@ def run_page(run_dir, records, links, checks=None):
     sweeps = table.sweep_tables(records, checks)
     for sweep_table in sweeps:
         body += ["<h2>Sweep: {}</h2>".format(_e(sweep_table.title)), table_html(sweep_table, bars=False)]
-    plots = (("sweep.png", "throughput against the swept value"),
-             ("scaling.png", "measured scaling efficiency beside the prediction"))
-    for name, alt in plots:
+    releases = table.version_tables(records, checks)
+    for release_table in releases:
+        body += ["<h2>Releases: {}</h2>".format(_e(release_table.title)), table_html(release_table, bars=False)]
+    if releases:
+        body.append('<p class="note">{}</p>'.format(_e(table.VERSIONS_NOTE)))
+    plots = (("sweep.png", "throughput against the swept value", sweeps),
+             ("scaling.png", "measured scaling efficiency beside the prediction", sweeps),
+             ("versions.png", "each framework's headline by release", releases))
+    for name, alt, shown in plots:
         plot = Path(run_dir) / name
-        if sweeps and plot.exists():  # inline, so that the page stays one self-contained file
+        if shown and plot.exists():  # inline, so that the page stays one self-contained file
             body.append('<p><img alt="{}" src="data:image/png;base64,{}"></p>'.format(
                 alt, base64.b64encode(plot.read_bytes()).decode("ascii")))
     if any(record.get("settings") for record in records):  # records from before the ledger have none

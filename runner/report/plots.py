@@ -1,6 +1,7 @@
 """A run's plots: results.png (one bar chart per task of its headline figure), sweep.png in a sweep (throughput
-against the swept value), and scaling.png: the predicted data-parallel scaling of docs/, with a GPU sweep of devices'
-measured efficiency beside it in a run folder."""
+against the swept value), versions.png where a run held a framework at several releases (the headline by release),
+and scaling.png: the predicted data-parallel scaling of docs/, with a GPU sweep of devices' measured efficiency beside
+it in a run folder."""
 
 from common import tasks
 from runner import catalog
@@ -43,6 +44,38 @@ def plot_sweep(records, path):
         axis.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
         axis.grid(alpha=0.3)
     figure.suptitle("DL Rosetta Stone: throughput against {} (x: did not run)".format(rows[0]["sweep_key"]), fontsize=10)
+    figure.tight_layout()
+    figure.savefig(str(path), dpi=120)
+    plt.close(figure)
+    return True
+
+
+def plot_versions(records, path):
+    """Save a PNG with one panel per release table (table.version_tables): each release's headline, oldest first, with
+    its interval over rounds where the run had several; False (nothing written) for a run without releases."""
+    shown = table.version_tables(records)
+    if not shown:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(shown), figsize=(4.5 * len(shown), 3.6), squeeze=False)
+    for axis, release_table in zip(axes[0], shown):
+        done = [row.source for row in release_table.rows if row.source["status"] == "ok"]
+        names = [table.release_of(r)[1] for r in done]
+        medians = [r["headline_median"] if r["headline_n"] else r[release_table.task.headline[0]] for r in done]
+        below = [m - r["headline_low"] if r["headline_n"] and r["headline_low"] is not None else 0
+                 for m, r in zip(medians, done)]
+        above = [r["headline_high"] - m if r["headline_n"] and r["headline_high"] is not None else 0
+                 for m, r in zip(medians, done)]
+        axis.bar(range(len(done)), medians, yerr=[below, above], capsize=4, color="#4c72b0")
+        axis.set_xticks(range(len(done)))
+        axis.set_xticklabels(names, fontsize=8)
+        axis.set_title(release_table.title, fontsize=9)
+        axis.set_ylabel(release_table.task.headline[1] + " (lower is better)", fontsize=8)
+        axis.grid(alpha=0.3, axis="y")
     figure.tight_layout()
     figure.savefig(str(path), dpi=120)
     plt.close(figure)

@@ -1,6 +1,6 @@
 """A run's report files: results.md (the table model of runner/report/table.py as Markdown), results.csv and
-results.json (the flat rows), the plots of runner/report/plots.py (results.png; sweep.png and scaling.png where they
-apply) and, through runner/report/html_pages.py, report.html."""
+results.json (the flat rows), the plots of runner/report/plots.py (results.png; sweep.png, scaling.png and
+versions.png where they apply) and, through runner/report/html_pages.py, report.html."""
 
 import csv
 import json
@@ -32,6 +32,11 @@ def markdown(records, title="Results", checks=None):
         lines += ["", "## Sweep", "", SWEEP_NOTE]
     for sweep_table in sweeps:
         lines += ["", "### " + sweep_table.title, ""] + table.markdown_lines(sweep_table)
+    releases = table.version_tables(records, checks)
+    if releases:
+        lines += ["", "## Releases", "", table.VERSIONS_NOTE + " versions.png draws them."]
+    for release_table in releases:
+        lines += ["", "### " + release_table.title, ""] + table.markdown_lines(release_table)
     return "\n".join(lines) + "\n"
 
 
@@ -58,6 +63,7 @@ def write_report(run_dir):
     (run_dir / "results.json").write_text(json.dumps({"rows": rows, "records": records}, indent=1) + "\n")
     plots.plot(records, run_dir / "results.png")
     plots.plot_sweep(records, run_dir / "sweep.png")
+    plots.plot_versions(records, run_dir / "versions.png")
     measured = plots.measured_scaling(records)
     if measured:  # a GPU sweep of devices: its efficiency beside the prediction
         plots.plot_scaling(run_dir / "scaling.png", measured)

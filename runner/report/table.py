@@ -10,6 +10,7 @@ verdict files of a results folder (runner/run_folder.py).
 """
 
 import dataclasses
+import re
 import statistics
 from pathlib import Path
 from typing import Callable, Optional
@@ -24,6 +25,9 @@ from runner.report import intervals
 def catalog_rank(framework, variant):
     """A framework variant's place in the catalog, for table order; ones the catalog does not know come last."""
     rows = [(f.label, v.name) for f in catalog.FRAMEWORKS for v in f.variants]
+    name, _, release = framework.rpartition(" ")  # a framework at a release, 'JAX 0.6.2', next to its framework's row
+    if (framework, variant) not in rows and catalog.is_release(release):
+        framework = name
     return rows.index((framework, variant)) if (framework, variant) in rows else len(rows)
 
 
@@ -221,6 +225,7 @@ FIELDS = (
     Field("model", lambda f: f.record.get("model")),
     Field("device", lambda f: f.record.get("device")),
     Field("hardware", lambda f: environment.hardware_label(f.env) if f.env else None),
+    Field("release", lambda f: f.record.get("release")),  # asked for, `-f jax@0.6.2`; framework_version: what ran
     Field("framework_version", lambda f: f.env.get("framework_version")),
     Field("threads", lambda f: f.env.get("threads")),
     Field("compile_s", lambda f: f.timings.get("compile_s")),
@@ -892,6 +897,92 @@ def _sweep_cell(r):
     if r["status"] == "ok":
         return number(r["samples_per_s"], 1)
     return "out of memory" if "out of memory" in (r["error"] or "") else status_text(r)
+
+
+def release_of(r):
+    """(the framework, the release it ran) of a flat row: ('JAX', '0.6.2') for the row of `-f jax@0.6.2`, ('JAX',
+    '0.10.2') for JAX's own (the version its environment pins, as the record says)."""
+    base = r["framework"][:-len(r["release"]) - 1] if r.get("release") else r["framework"]
+    return base, r.get("framework_version") or r.get("release") or ""
+
+
+def release_order(version):
+    """A sort key for release numbers: 0.10.2 after 0.6.2, a pre-release (2.16.0rc1) before its release."""
+    parts = re.match(r"^[0-9.]*", version).group(0).strip(".")
+    numbers = tuple(int(part) for part in parts.split(".") if part)
+    return numbers, version == parts, version
+
+
+VERSIONS_NOTE = ("Releases (`-f jax@0.6.2,jax`): each framework's rows at the releases the run held, oldest first, "
+                 "the same notebook on each. 'vs newest': the release's headline over the newest release's, the ratio "
+                 "of the medians of the samples that stand for each (the rounds of a repeated run, else the epochs "
+                 "after the first or the inference passes) with its 95% interval, and the verdict faster, slower or "
+                 "within noise (runner/report/intervals.py); a release whose notebook calls what it lacks says "
+                 "'unsupported' with the framework's own error.")
+
+
+def version_tables(records, checks=None):
+    """Per task, one table per framework that the run held at two releases or more (`-f jax@0.6.2,jax`): a row per
+    release, oldest first, with its headline, its ratio to the newest release's with the interval and verdict,
+    accuracy, same-weights verdict, peak memory and first-epoch and compile time. [] for a run without releases."""
+    rows = flat_rows(records, checks)
+    groups = {}
+    for record, r in zip(records, rows):
+        identity = (r["task"], release_of(r)[0], r["variant"], r["precision"], r["compile_mode"], r["sweep_key"],
+                    repr(r["sweep_value"]))
+        groups.setdefault(identity, []).append((record, r))
+    tables = []
+    for identity, members in groups.items():
+        if len(members) < 2 or not any(r.get("release") for _, r in members):
+            continue
+        task = tasks.get(identity[0])
+        members.sort(key=lambda member: release_order(release_of(member[1])[1]))
+        finished = [member for member in members if member[1]["status"] == "ok"]
+        newest = finished[-1] if finished else None
+        columns = [Column("version", "Release"), Column(task.headline[0], task.headline[1], numeric=True,
+                                                        headline=True),
+                   Column("vs_newest", "vs newest (interval)", numeric=True), Column("verdict", "Verdict")]
+        if task.trains:
+            columns.append(Column("accuracy", "Accuracy", numeric=True))
+        checked = any(key == task.key for key, _ in checks or {})
+        if checked:
+            columns.append(Column("same_as_pytorch", "Same as PyTorch"))
+        columns += [Column("peak_rss_mb", "Peak RSS (MB)", numeric=True)]
+        if task.trains:
+            columns += [Column("first_epoch_s", "First epoch (s)", numeric=True),
+                        Column("compile_s", "Compile (s)", numeric=True)]
+        columns.append(Column("status", "Status"))
+        table_rows = []
+        for record, r in members:
+            cells = [release_of(r)[1] + ("" if r.get("release") else " (its environment's)"),
+                     headline_text(r, task) if r["status"] == "ok" else ""]
+            cells += _vs_newest_cells(record, newest[0] if newest else None)
+            if task.trains:
+                cells.append(number(r["accuracy"], 3) if r["status"] == "ok" else "")
+            if checked:
+                cells.append(r["same_as_pytorch"] or "")
+            cells.append(number(r["peak_rss_mb"], 0))
+            if task.trains:
+                cells += [number(r["first_epoch_s"]), _compile_text(r, None)]
+            cells.append(status_text(r))
+            table_rows.append(Row(cells, r))
+        label_text = results.label(identity[1], identity[2], identity[3], identity[4],
+                                   {identity[5]: members[0][1]["sweep_value"]} if identity[5] else None)
+        tables.append(Table("{}: {} by release".format(task.title, label_text), columns, table_rows, [], task))
+    return sorted(tables, key=lambda t: (list(tasks.TASKS).index(t.task.key), t.title))
+
+
+def _vs_newest_cells(record, newest):
+    """The 'vs newest' and verdict cells of one release's row against the newest release's record."""
+    if newest is None or record.get("status") != "ok":
+        return ["", ""]
+    if record is newest:
+        return ["newest", ""]
+    mine, theirs = comparison_samples(record)[0], comparison_samples(newest)[0]
+    if not mine or not theirs:
+        return ["", "no samples"]
+    comparison = intervals.compare(theirs, mine)
+    return ["{:.2f}× [{:.2f}–{:.2f}]".format(comparison.ratio, comparison.low, comparison.high), comparison.verdict]
 
 
 def machine_column(run_dir, records):

@@ -236,7 +236,7 @@ def execute(settings, stopped_by):
     run_dir, jobs = unfinished(settings, orders)
     names = [env.name for env in catalog.environments_for(jobs)]
     if not settings.setup or not names:  # without a notebook to run there is nothing to build (setup's empty list is all)
-        missing = [name for name in names if not environments.is_ready(catalog.ENVIRONMENTS[name])]
+        missing = [name for name in names if not environments.is_ready(catalog.environment(name))]
         if missing:
             print("run_all.py: error: environment {} is missing; build it with `python3 run_all.py setup {}`".format(
                 missing[0], missing[0]), file=sys.stderr)

@@ -153,7 +153,7 @@ class VirtualEnvironment(Installation):
         built = self.requirements()
         if built is None:
             return ""
-        return "envs/{}, {} build".format(built.name, "GPU" if built in self.env.gpu_requirements else "CPU")
+        return "envs/{}, {} build".format(requirements_name(built), "GPU" if built in self.env.gpu_requirements else "CPU")
 
     def origin(self):
         stamp = self.stamp()
@@ -182,7 +182,8 @@ class VirtualEnvironment(Installation):
             if why:
                 raise locks.LockError(why)
         python = interpreters.find_or_obtain(env.python, env.python_shared, say, heartbeat)
-        stamp = {"build": "gpu" if requirements in env.gpu_requirements else "cpu", "requirements": requirements.name,
+        stamp = {"build": "gpu" if requirements in env.gpu_requirements else "cpu",
+                 "requirements": requirements_name(requirements),
                  "requirements_sha256": hashlib.sha256(recipe(env, requirements)).hexdigest(),
                  "python": python.version, "python_path": python.path, "python_origin": python.origin}
         lock = locks.lock_path(requirements)
@@ -218,6 +219,14 @@ class VirtualEnvironment(Installation):
 
     def add_to_path(self, site):
         """Put what else its kernel imports on sys.path through .pth files in `site` (nothing else here)."""
+
+
+def requirements_name(requirements):
+    """A requirements file as a stamp names it, relative to envs/: 'jax.txt', 'versions/jax@0.6.2.txt'."""
+    try:
+        return str(Path(requirements).relative_to(catalog.REQUIREMENTS_DIR))
+    except ValueError:
+        return Path(requirements).name
 
 
 def install(env, requirements, source, log, say, heartbeat, no_build_isolation=False):
@@ -369,6 +378,18 @@ def build_label(env):
 def missing_packages(env, packages):
     """Those of `packages` that `env` lacks (an adopted interpreter may; a built environment has all its pins)."""
     return installation(env).missing(packages)
+
+
+def disk_size(folder):
+    """Bytes that `folder` takes on disk (allocated blocks, links not followed)."""
+    total = 0
+    for root, _dirs, files in os.walk(str(folder)):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
 
 
 def kernel_spec_path(env):

@@ -258,6 +258,11 @@ def out_of_memory(name, message):
     return name in OUT_OF_MEMORY_ERRORS and any(words in text for words in OUT_OF_MEMORY_WORDS)
 
 
+# the errors of a notebook calling what a framework's older release does not have (a module, a function, an argument):
+# on a release row (`-f jax@0.6.2`) its row is 'unsupported' with that error, not a failure of the run
+RELEASE_LACKS = ("AttributeError", "ImportError", "ModuleNotFoundError", "TypeError")
+
+
 def failure_record(job, profile, status, error, notebook=None, duration_s=None):
     """The runner's record for a job that produced none itself: its framework, variant, precision, compile mode and
     swept value, with the status and the first line of the error."""
@@ -265,6 +270,7 @@ def failure_record(job, profile, status, error, notebook=None, duration_s=None):
                                     notebook=notebook, duration_s=duration_s, precision=job.precision,
                                     compile_mode=job.compile_mode)
     record["sweep"] = job.swept or None
+    record["release"] = job.framework.release
     return record
 
 
@@ -326,7 +332,11 @@ def finish_record(job, run_dir, profile, status, error, elapsed, extra=None):
             status, error = "failed", "the notebook ran but left no valid result record ({})".format(
                 results.first_line(str(problem)))
     if record is None:
+        if job.framework.release and status == "failed" and (error or "").split(":")[0] in RELEASE_LACKS:
+            status = "unsupported"  # the notebook runs on the framework's own pins: this release lacks what it calls
         record = failure_record(job, profile, status, error, duration_s=elapsed)
+    if job.framework.release:  # its notebook wrote the framework's name: its row is the release's ('JAX 0.6.2')
+        record.update(framework=job.framework.label, release=job.framework.release)
     record["notebook"] = output.name
     record["sweep"] = job.swept or None
     record["round"] = job.round

@@ -8,11 +8,15 @@ lock's first lines name its requirements file and the digest of that file's pins
 package index.
 """
 
+import datetime
 import hashlib
+import json
 import re
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from runner import catalog
@@ -25,7 +29,12 @@ LOCKED_PYTHON = {None: "3.11.2", "3.6": "3.6.15", "3.9": "3.9.2"}
 PLATFORM = "x86_64-manylinux_2_28"  # Linux x86_64 with glibc 2.28 or newer (Debian 10, Ubuntu 20.04 and later)
 PINS_LINE = "# pins-sha256: "
 PYTHON_LINE = "# python: "
+EXCLUDE_NEWER_LINE = "# exclude-newer: "  # a release environment's requirements: resolve as PyPI was at that time
 REGENERATE = "python3 run_all.py lock"
+PYPI_SIMPLE = "https://pypi.org/simple/{package}/"
+# a release environment takes the other packages as PyPI had them this long after the framework's release: the
+# companions published with it (torchvision, jaxlib) come a few hours to days later
+RELEASE_GRACE = datetime.timedelta(days=3)
 
 
 class LockError(SetupError):
@@ -78,11 +87,10 @@ def header_value(lock, prefix):
 def stale(requirements):
     """Why the lock of `requirements` cannot be installed as the build of that file, None where it can."""
     lock = lock_path(requirements)
-    if not lock.exists():
-        return "envs/{} has no lock: `{}` makes it".format(Path(requirements).name, REGENERATE)
+    if not Path(requirements).exists() or not lock.exists():
+        return "{} has no lock: `{}` makes it".format(shown(requirements), REGENERATE)
     if header_value(lock, PINS_LINE) != pins_digest(requirements):
-        return "envs/{} is older than the pins of envs/{}: `{}` regenerates it".format(
-            lock.name, Path(requirements).name, REGENERATE)
+        return "{} is older than the pins of {}: `{}` regenerates it".format(shown(lock), shown(requirements), REGENERATE)
     return None
 
 
@@ -102,8 +110,9 @@ def digest(lock):
 
 
 def label(lock):
-    """'envs/pytorch.lock@1a2b3c4d5e6f': the lock an environment was built from, for its kernel and records."""
-    return "envs/{}@{}".format(Path(lock).name, digest(lock))
+    """'envs/pytorch.lock@1a2b3c4d5e6f' ('envs/versions/jax@0.6.2.lock@...'): the lock an environment was built from,
+    for its kernel and records."""
+    return "{}@{}".format(shown(lock), digest(lock))
 
 
 def uv():
@@ -116,24 +125,94 @@ def uv():
     return found
 
 
+def released_at(package, release, timeout=30):
+    """When PyPI received the last file of `package` `release` (UTC), from its simple index's JSON form (PEP 691, upload
+    times of PEP 700); None where PyPI has no such release; LockError where PyPI cannot be asked."""
+    url = PYPI_SIMPLE.format(package=normalized(package))
+    request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            index = json.load(response)
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return None
+        raise LockError("PyPI answered {} for {}".format(error.code, url)) from None
+    except (OSError, ValueError) as error:
+        raise LockError("could not ask PyPI when {} {} was released ({}): {}".format(package, release, url, error)) from None
+    times = [f["upload-time"][:19] for f in index.get("files", []) if f.get("upload-time") and
+             file_release(f["filename"]) == release]
+    if not times:
+        return None
+    return datetime.datetime.strptime(max(times), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+
+
+def file_release(filename):
+    """The release a distribution file belongs to: '0.6.2' for jax-0.6.2-py3-none-any.whl and jax-0.6.2.tar.gz."""
+    if filename.endswith(".whl"):
+        return filename.split("-")[1]
+    stem = re.sub(r"\.(tar\.gz|zip|tar\.bz2)$", "", filename)
+    return stem.rsplit("-", 1)[-1]
+
+
+def release_pins(env, package):
+    """The pins of release environment `env` (jax@0.6.2): its base environment's packages by name, `package` pinned to
+    the release."""
+    names = [re.split(r"[=<>!~;\[]", line, maxsplit=1)[0]
+             for line in _pin_lines(catalog.REQUIREMENTS_DIR / (env.base + ".txt"))]
+    pinned = package + "==" + env.release
+    pins = [pinned if normalized(name) == normalized(package) else name for name in names]
+    return pins if pinned in pins else [pinned] + pins
+
+
+def release_requirements_text(env, package, uploaded):
+    """The requirements file of release environment `env`: release_pins, and the time up to which the resolver takes
+    the others, RELEASE_GRACE after `uploaded` (None: PyPI has no such release, and the resolver says so in its own
+    words)."""
+    base = shown(catalog.REQUIREMENTS_DIR / (env.base + ".txt"))
+    header = ["# {}: the packages of {}, {} pinned to {} and the others as PyPI had them {} days after its release".format(
+                  env.display_name, base, package, env.release, RELEASE_GRACE.days),
+              "# Generated by `{} {}`, with the lock beside it; never edit it: it follows {}".format(
+                  REGENERATE, env.name, base)]
+    if uploaded is not None:
+        header.append(EXCLUDE_NEWER_LINE + (uploaded + RELEASE_GRACE).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return "\n".join(header + release_pins(env, package)) + "\n"
+
+
+def release_current(env, package):
+    """True where release environment `env`'s requirements follow its base's pins and its lock follows them."""
+    return (env.requirements.exists() and _pin_lines(env.requirements) == release_pins(env, package)
+            and stale(env.requirements) is None)
+
+
+def write_release_requirements(env, package):
+    """Write envs/versions/<name>.txt for release environment `env` (release_requirements_text); returns its path."""
+    path = env.requirements
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(release_requirements_text(env, package, released_at(package, env.release)))
+    return path
+
+
 def resolve(requirements, python, build_tools=None, env_name=None):
     """The text of a new lock for `requirements` (of environment `env_name`), resolved by uv for Python `python` on
     PLATFORM; a package that comes as source only is built for its metadata with `build_tools` (the environment's
-    build requirements)."""
+    build requirements); requirements with an exclude-newer line are resolved as PyPI was at that time."""
     requirements = Path(requirements)
     command = [uv(), "pip", "compile", "--generate-hashes", "--no-header", "--python-version", python,
                "--python-platform", PLATFORM, "--no-config", "--index-url", "https://pypi.org/simple",
                str(requirements.relative_to(catalog.REPO))]
     if build_tools is not None and Path(build_tools) != requirements:
         command += ["--build-constraints", str(Path(build_tools).relative_to(catalog.REPO))]
+    cutoff = header_value(requirements, EXCLUDE_NEWER_LINE)
+    if cutoff:
+        command += ["--exclude-newer", cutoff]
     out = subprocess.run(command, capture_output=True, text=True, cwd=str(catalog.REPO), timeout=900)
     if out.returncode != 0:
-        raise LockError("uv could not resolve envs/{}: {}".format(requirements.name, " ".join(
+        raise LockError("uv could not resolve {}: {}".format(shown(requirements), " ".join(
             line.strip() for line in out.stderr.strip().splitlines()[-3:])))
-    header = ["# Every package of envs/{} with its exact version and hashes: installed by `run_all.py setup` with "
-              "--require-hashes --no-deps.".format(requirements.name),
-              "# Generated by `{} {}` (uv pip compile); edit envs/{}, never this file.".format(
-                  REGENERATE, env_name or requirements.stem, requirements.name),
+    header = ["# Every package of {} with its exact version and hashes: installed by `run_all.py setup` with "
+              "--require-hashes --no-deps.".format(shown(requirements)),
+              "# Generated by `{} {}` (uv pip compile); edit {}, never this file.".format(
+                  REGENERATE, env_name or requirements.stem, shown(requirements)),
               PYTHON_LINE + "{} on {}".format(python, PLATFORM),
               PINS_LINE + pins_digest(requirements)]
     return "\n".join(header) + "\n" + out.stdout
@@ -154,24 +233,40 @@ def changes(old, new):
     return lines
 
 
+def shown(path):
+    """A requirements file or lock as messages name it: envs/jax.txt, envs/versions/jax@0.6.2.lock."""
+    path = Path(path)
+    try:
+        return "envs/" + str(path.relative_to(catalog.REQUIREMENTS_DIR))
+    except ValueError:
+        return str(path)
+
+
 def regenerate(names=None, say=print):
-    """Resolve the lock of every requirements file of the named environments (all by default), write those that
-    changed and say what changed in each; returns the number of locks written."""
+    """Resolve the lock of every requirements file of the named environments (all by default; a release environment,
+    jax@0.6.2, first gets its requirements written), write those that changed and say what changed in each; returns
+    the number of locks written."""
     written = 0
     for name in names or list(catalog.ENVIRONMENTS):
-        env = catalog.ENVIRONMENTS[name]
+        env = catalog.environment(name)
+        if env.release:
+            package = catalog.framework(name).package
+            written_to = write_release_requirements(env, package)
+            cutoff = header_value(written_to, EXCLUDE_NEWER_LINE)
+            say("[lock] {}: {} {}, {}".format(shown(written_to), package, env.release, "the other packages as PyPI "
+                                              "had them on " + cutoff if cutoff else "a release PyPI does not have"))
         for requirements in requirement_files(env):
             lock = lock_path(requirements)
             text = resolve(requirements, python_for(env), env.build_requirements, env.name)
             before = lock.read_text() if lock.exists() else None
             if before == text:
-                say("[lock] envs/{}: unchanged ({})".format(lock.name, counted(packages(lock))))
+                say("[lock] {}: unchanged ({})".format(shown(lock), counted(packages(lock))))
                 continue
             lock.write_text(text)
             written += 1
             difference = changes(packages_of_text(before) if before else {}, packages(lock))
-            say("[lock] envs/{}: {} ({}){}".format(
-                lock.name, "written" if before is None else "updated", counted(packages(lock)),
+            say("[lock] {}: {} ({}){}".format(
+                shown(lock), "written" if before is None else "updated", counted(packages(lock)),
                 "" if before is None or difference else ": the same versions, other hashes or order"))
             for line in difference if before is not None else []:
                 say("    " + line)

@@ -150,7 +150,7 @@ def node_resources(gpu_names=()):
     for name in gpu_names:
         found[KIND_RESOURCE.format(kind_name(name))] = found.get(KIND_RESOURCE.format(kind_name(name)), 0) + 1
         found[KIND_NODE_RESOURCE.format(kind_name(name))] = UNITS
-    for env in catalog.ENVIRONMENTS.values():
+    for env in list(catalog.ENVIRONMENTS.values()) + catalog.release_environments():  # jax@0.6.2 too, where built
         if environments.is_ready(env):
             found[ENV_RESOURCE.format(env.name)] = UNITS
             if gpu_ok(env):

@@ -6,6 +6,7 @@ Setup and list need the standard library only: they run before the runner's own 
 
 import json
 import os
+import shutil
 import sys
 import textwrap
 
@@ -31,6 +32,33 @@ def list_catalog():
     for env in catalog.ENVIRONMENTS.values():
         state = "; ".join(filter(None, [environment_state(env, machine), environments.installation(env).origin()]))
         print("  {:10s} {:8s} {}".format(env.name, "ready" if environments.is_ready(env) else "missing", state))
+    releases = catalog.release_environments()
+    if releases:
+        print("Frameworks at a release (`-f jax@0.6.2`; `prune` removes them):")
+    for env in releases:
+        print("  {:18s} {:8s} {:.1f} GB on disk; {}".format(
+            env.name, "ready" if environments.is_ready(env) else "missing", environments.disk_size(env.path) / 1e9,
+            environments.installation(env).describe()))
+    return 0
+
+
+def prune(names=()):
+    """Remove the named release environments (all of them by default): their folder under .envs/, its build log and
+    its kernel; what they were built from (envs/versions/) stays."""
+    chosen = [catalog.environment(name) for name in names] or catalog.release_environments()
+    for env in chosen:
+        if not env.release:
+            print("[prune] {}: kept: only a framework's release environments (jax@0.6.2) are pruned".format(env.name))
+            continue
+        size = environments.disk_size(env.path)
+        for path in (env.path, environments.kernel_spec_path(env).parent):
+            shutil.rmtree(str(path), ignore_errors=True)
+        for path in (catalog.ENVS_DIR / (env.name + ".log"), catalog.ENVS_DIR / (env.name + ".lock")):
+            if path.exists():
+                path.unlink()
+        print("[prune] {}: removed, {:.1f} GB freed".format(env.name, size / 1e9))
+    if not chosen:
+        print("[prune] no release environment is built")
     return 0
 
 
@@ -78,6 +106,18 @@ def lock(envs=()):
     return 0
 
 
+def prepare_release(env, say=print):
+    """Before release environment `env` (jax@0.6.2) is built: lock it where its requirements or lock are missing or
+    behind its base environment's pins, and say the disk it will take where it is not built yet."""
+    if not locks.release_current(env, catalog.framework(env.name).package):
+        locks.regenerate([env.name], say=say)
+    if not environments.is_ready(env):
+        base = catalog.environment(env.base)
+        size = environments.disk_size(base.path) if environments.is_ready(base) else None
+        say("[setup] {}: a new environment of {}".format(env.name, "about {:.1f} GB, as .envs/{} takes".format(
+            size / 1e9, base.name) if size else "unknown size (.envs/{} is not built to go by)".format(base.name)))
+
+
 def report_probe(env, answer):
     """Print what the probe found: the framework computes on the GPU, or its own first error line."""
     if answer.get("gpu_ok"):
@@ -95,7 +135,14 @@ def build_environments(names, machine, build=None, device="auto", wheels=None):
     """
     failed, unavailable = {}, {}
     for name in names or list(catalog.ENVIRONMENTS):
-        env = catalog.ENVIRONMENTS[name]
+        env = catalog.environment(name)
+        if env.release:
+            try:
+                prepare_release(env)
+            except locks.LockError as error:
+                print("[setup] {}: FAILED: {}".format(name, error))
+                failed[name] = error
+                continue
         planned = compatibility.plan(env, machine, device=device, build=build)
         if planned.unavailable:
             print("[setup] {}: not built: {}; with --device cpu its notebooks run on the CPU".format(
