@@ -59,6 +59,10 @@ class ExchangeError(RuntimeError):
     """A notebook run for the equivalence check failed; the message is its first error line."""
 
 
+class ExchangeUnsupported(ExchangeError):
+    """The notebook does not run on this framework at all (a release lacking what it calls): nothing to compare."""
+
+
 def same_weights(task):
     """What the check compares of `task`: its module's SameWeights."""
     return tasks.get(task).same_weights
@@ -82,6 +86,8 @@ def run_exchange(task, job, folder, init, overrides, tag):
     parameters = {"data_source": "synthetic", "device": "cpu", "threads": 2, "seed": 0, "overrides": overrides,
                   "init_weights": str(init), "export_weights": str(exported)}
     record = execution.run_job(job, run_dir, "smoke", parameters, timeout=600, show_output=False)
+    if record["status"] == "unsupported":
+        raise ExchangeUnsupported(record["error"])
     if record["status"] != "ok":
         raise ExchangeError("{} {}: {}".format(job.stem, record["status"], record["error"]))
     return record, weights.load_weights(str(exported), task, params_for(task, overrides))
@@ -318,6 +324,8 @@ def check(jobs, folder, say=print, workers=WORKERS, run=run_exchange, cache=None
             def compared(job, entry=entry, task=task):
                 try:
                     result = compare(job, entry)
+                except ExchangeUnsupported as error:
+                    result = {"job": job.stem, "framework": job.label, "task": task, "unsupported": str(error)}
                 except ExchangeError as error:
                     result = {"job": job.stem, "framework": job.label, "task": task, "error": str(error)}
                 say("[equivalence] {}: {}".format(job.stem, run_folder.equivalence_verdict(result)))

@@ -78,7 +78,7 @@ class VerdictCache:
 
     def keep(self, job, result):
         """Keep a definite verdict of `job` (one without an error or an interruption), dated today."""
-        if result.get("error") or result.get("interrupted") or result.get("failures"):
+        if result.get("error") or result.get("interrupted") or result.get("failures") or result.get("unsupported"):
             return
         self.entries[decided_by(job, self.code)] = {"result": result, "checked": datetime.date.today().isoformat()}
         self.path.parent.mkdir(exist_ok=True)

@@ -933,7 +933,8 @@ def version_tables(records, checks=None):
         groups.setdefault(identity, []).append((record, r))
     tables = []
     for identity, members in groups.items():
-        if len(members) < 2 or not any(r.get("release") for _, r in members):
+        if len(members) < 2 or not any(r.get("release") for _, r in members) or all(
+                refused_variant(r) for _, r in members):  # a variant the framework refuses at every release: no table
             continue
         task = tasks.get(identity[0])
         members.sort(key=lambda member: release_order(release_of(member[1])[1]))
@@ -954,7 +955,7 @@ def version_tables(records, checks=None):
         columns.append(Column("status", "Status"))
         table_rows = []
         for record, r in members:
-            cells = [release_of(r)[1] + ("" if r.get("release") else " (its environment's)"),
+            cells = [" ".join(filter(None, [release_of(r)[1], "" if r.get("release") else "(its environment's)"])),
                      headline_text(r, task) if r["status"] == "ok" else ""]
             cells += _vs_newest_cells(record, newest[0] if newest else None)
             if task.trains:
