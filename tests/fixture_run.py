@@ -1,6 +1,7 @@
 """`python tests/fixture_run.py ARGS`: run_all.py's command line on the fixture notebooks (tests/fixtures), for tests
 that need the runner in a process of its own (to send it a signal)."""
 
+import faulthandler
 import signal
 import sys
 from pathlib import Path
@@ -8,6 +9,8 @@ from pathlib import Path
 # Ctrl-C raises KeyboardInterrupt as in a terminal, also where these tests run as a background job, which
 # starts with SIGINT ignored (and Python then keeps ignoring it)
 signal.signal(signal.SIGINT, signal.default_int_handler)
+# SIGUSR1 writes every thread's stack to stderr: what a test that timed out shows of where the runner hangs
+faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

@@ -223,6 +223,19 @@ def test_ctrl_c(tmp_path):
     assert statuses(run_dir) == {"OK": "ok", "Hangs": "timeout", "Raises": "failed"}
 
 
+def communicate_or_show_stacks(process, timeout):
+    """The output of a fixture run once it ends; where it has not ended after `timeout` seconds, fail with the end of
+    its output and the stack of each of its threads (tests/fixture_run.py writes them on SIGUSR1), then kill it."""
+    try:
+        return process.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        process.kill()
+        pytest.fail("the run did not end {} s after the signal; its last output and its threads' stacks:\n{}".format(
+            timeout, process.communicate()[0][-6000:]))
+
+
 def stopped_by(signal_number, tmp_path):
     """A fixture run sent `signal_number` (the runner's process alone) while a notebook hangs: check its rows, exit
     status and kernel, then that --resume finishes it."""
@@ -232,7 +245,7 @@ def stopped_by(signal_number, tmp_path):
     wait_for(lambda: any(results.glob("*/hanging")), "the hanging cell to run")
     (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
     process.send_signal(signal_number)
-    out = process.communicate(timeout=120)[0]
+    out = communicate_or_show_stacks(process, 120)
     name = signal.Signals(signal_number).name
     assert process.returncode == 128 + signal_number, out
     assert "Interrupted ({})".format(name) in out and "--resume {}".format(run_dir) in out
