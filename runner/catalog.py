@@ -426,11 +426,13 @@ def environment(name):
 def release_environments():
     """The release environments built under .envs/ (jax@0.6.2), in name order."""
     found = []
-    for path in sorted(ENVS_DIR.glob("*" + RELEASE_MARK + "*")) if ENVS_DIR.is_dir() else []:
+    for path in sorted(ENVS_DIR.glob("*" + RELEASE_MARK + "*")):  # none where .envs/ does not exist yet
+        if not path.is_dir():
+            continue  # its build log or lock file
         try:
-            found.append(environment(path.name)) if path.is_dir() else None
+            found.append(environment(path.name))
         except SelectionError:
-            pass
+            pass  # not a framework's release: left alone
     return found
 
 
@@ -444,7 +446,7 @@ def select(frameworks=None, task_keys=None):
     if unknown:
         raise SelectionError("unknown task {}; known tasks: {}".format(", ".join(unknown), ", ".join(known_tasks)))
     names = [k for k in frameworks or framework_keys() if k.lower() not in {a.key for a in ABSENT}]
-    unknown = [split_release(k)[0] for k in names if split_release(k)[0].lower() not in framework_keys()]
+    unknown = [key for key, _ in map(split_release, names) if key.lower() not in framework_keys()]
     if unknown:
         raise SelectionError(
             "unknown framework {}; known frameworks: {}".format(", ".join(unknown), ", ".join(

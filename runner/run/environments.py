@@ -153,7 +153,7 @@ class VirtualEnvironment(Installation):
         built = self.requirements()
         if built is None:
             return ""
-        return "envs/{}, {} build".format(requirements_name(built), "GPU" if built in self.env.gpu_requirements else "CPU")
+        return "{}, {} build".format(locks.shown(built), "GPU" if built in self.env.gpu_requirements else "CPU")
 
     def origin(self):
         stamp = self.stamp()
@@ -183,7 +183,7 @@ class VirtualEnvironment(Installation):
                 raise locks.LockError(why)
         python = interpreters.find_or_obtain(env.python, env.python_shared, say, heartbeat)
         stamp = {"build": "gpu" if requirements in env.gpu_requirements else "cpu",
-                 "requirements": requirements_name(requirements),
+                 "requirements": locks.requirements_name(requirements),
                  "requirements_sha256": hashlib.sha256(recipe(env, requirements)).hexdigest(),
                  "python": python.version, "python_path": python.path, "python_origin": python.origin}
         lock = locks.lock_path(requirements)
@@ -219,14 +219,6 @@ class VirtualEnvironment(Installation):
 
     def add_to_path(self, site):
         """Put what else its kernel imports on sys.path through .pth files in `site` (nothing else here)."""
-
-
-def requirements_name(requirements):
-    """A requirements file as a stamp names it, relative to envs/: 'jax.txt', 'versions/jax@0.6.2.txt'."""
-    try:
-        return str(Path(requirements).relative_to(catalog.REQUIREMENTS_DIR))
-    except ValueError:
-        return Path(requirements).name
 
 
 def install(env, requirements, source, log, say, heartbeat, no_build_isolation=False):

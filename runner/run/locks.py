@@ -233,13 +233,18 @@ def changes(old, new):
     return lines
 
 
+def requirements_name(path):
+    """A requirements file or lock relative to envs/, as stamps name it: 'jax.txt', 'versions/jax@0.6.2.lock' (its own
+    name where it lies elsewhere)."""
+    try:
+        return str(Path(path).relative_to(catalog.REQUIREMENTS_DIR))
+    except ValueError:
+        return Path(path).name
+
+
 def shown(path):
     """A requirements file or lock as messages name it: envs/jax.txt, envs/versions/jax@0.6.2.lock."""
-    path = Path(path)
-    try:
-        return "envs/" + str(path.relative_to(catalog.REQUIREMENTS_DIR))
-    except ValueError:
-        return str(path)
+    return "envs/" + requirements_name(path)
 
 
 def regenerate(names=None, say=print):
