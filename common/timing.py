@@ -5,6 +5,7 @@ device before it starts and before it stops. Every framework passes its own `syn
 (torch.cuda.synchronize, jax's block_until_ready, mx.nd.waitall, ...); on a CPU it may be None.
 """
 
+import math
 import statistics
 import time
 
@@ -127,6 +128,39 @@ def training_throughput(pass_seconds, images_per_pass, warmup_s):
 
 
 MAX_PASSES = 100  # timed passes never go beyond this many, however short each is
+
+
+def passes_for(first_pass_s, params):
+    """How many timed passes are enough (as enough_passes counts) if each takes as long as the first, `first_pass_s`
+    seconds: at least params["repeats"], at least params["min_timed_s"] seconds in all, at most MAX_PASSES."""
+    wanted = params["repeats"]
+    if params.get("min_timed_s", 0.0) > 0:
+        wanted = max(wanted, math.ceil(params["min_timed_s"] / first_pass_s) if first_pass_s > 0 else MAX_PASSES)
+    return min(wanted, MAX_PASSES)
+
+
+def time_passes(step, params, agree=None, before=None, sync=None, loss_value=float, say=print):
+    """Time passes of training steps the way every train notebook does: each pass params["steps"] calls of `step()`
+    (which returns its loss), timed with the device synchronised (`sync`) and after `before()`, untimed (a barrier, so
+    that every worker starts the pass together). The count of passes is fixed after the first, passes_for its
+    seconds, and handed to `agree` (count -> the count every worker takes, e.g. rank 0's, broadcast) where several
+    processes step together: each must take as many steps, since each step waits for the others' gradients. A line
+    per pass through `say` (None: silent), with `loss_value` of the last loss. Returns (each pass's seconds, the last
+    loss)."""
+    pass_seconds, passes, loss = [], params["repeats"], None
+    while len(pass_seconds) < passes:
+        if before is not None:
+            before()
+        with Timer(sync) as timer:
+            for _ in range(params["steps"]):
+                loss = step()
+        pass_seconds.append(timer.elapsed)
+        if len(pass_seconds) == 1:
+            passes = passes_for(timer.elapsed, params)
+            passes = passes if agree is None else int(agree(passes))
+        if say is not None:
+            say("pass {}/{}: {:.2f} s, loss {:.3f}".format(len(pass_seconds), passes, timer.elapsed, loss_value(loss)))
+    return pass_seconds, loss
 
 
 def enough_passes(pass_seconds, params):

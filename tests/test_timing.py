@@ -125,6 +125,42 @@ def test_passes_go_on_until_there_are_enough_of_them_and_enough_timed_seconds(mo
     assert timings["passes_s"] == [0.25] * 4  # four quarter-second passes make the second
 
 
+def test_the_count_of_train_passes_comes_from_the_first_pass_s_seconds():
+    params = {"repeats": 3, "min_timed_s": 10.0}
+    assert timing.passes_for(4.0, params) == 3  # 12 s in the three passes asked for
+    assert timing.passes_for(3.0, params) == 4  # ceil(10 / 3)
+    assert timing.passes_for(0.5, params) == 20
+    assert timing.passes_for(0.001, params) == timing.MAX_PASSES  # however short, never more
+    assert timing.passes_for(0.0, params) == timing.MAX_PASSES  # a clock too coarse to see the pass
+    assert timing.passes_for(0.001, {"repeats": 2}) == 2  # no min_timed_s: the count alone
+    assert timing.passes_for(0.0, {"repeats": 2, "min_timed_s": 0.0}) == 2
+
+
+def test_time_passes_fixes_the_count_after_the_first_pass_and_every_worker_takes_the_agreed_one(monkeypatch):
+    device = FakeDevice(busy=0.5)
+    monkeypatch.setattr(timing.time, "perf_counter", device.clock)
+    steps, barriers, said, offered = [], [], [], []
+
+    def step():
+        steps.append(device.now)
+        device.now += 1.0
+        return len(steps) / 10
+
+    def agree(count):  # as a broadcast does: this worker's count in, rank 0's out
+        offered.append(count)
+        return 5
+
+    params = {"repeats": 2, "steps": 3, "min_timed_s": 8.0}
+    seconds, loss = timing.time_passes(step, params, agree=agree, before=lambda: barriers.append(len(steps)),
+                                       sync=device.sync, say=said.append)
+    assert offered == [3]  # 8 s of 3.5 s passes: three, offered once, after the first pass
+    assert seconds == [3.5] * 5 and len(steps) == 15 and loss == 1.5  # the agreed five, each of three steps
+    assert barriers == [0, 3, 6, 9, 12]  # before every pass, outside its clock
+    assert said == ["pass {}/5: 3.50 s, loss {:.3f}".format(n, n * 0.3) for n in range(1, 6)]
+    alone, _ = timing.time_passes(step, params, sync=device.sync, say=None)  # one process: its own count
+    assert alone == [3.5] * 3
+
+
 def test_train_epochs_steps_over_shuffled_whole_batches_and_times_each_epoch_with_the_device_synchronised(monkeypatch):
     device = FakeDevice(busy=0.5)
     monkeypatch.setattr(timing.time, "perf_counter", device.clock)

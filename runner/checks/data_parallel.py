@@ -32,7 +32,7 @@ from runner.run import environments, execution
 
 TASK = run_folder.DATA_PARALLEL_TASK
 DEVICES = 2
-CHECK_STEPS = {"warmup_steps": 0, "steps": 2, "repeats": 1, "batch_size": 8, "lr": 0.001}
+CHECK_STEPS = {"warmup_steps": 0, "steps": 2, "repeats": 1, "min_timed_s": 0.0, "batch_size": 8, "lr": 0.001}
 TOLERANCE = 1e-5
 # Frameworks whose one-device and data-parallel steps are different programs, and why: their float32 rounding
 # differs, and these steps amplify rounding (ReLU's and max pool's kinks, batch norm over few values), so TOLERANCE
