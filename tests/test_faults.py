@@ -20,6 +20,7 @@ import types
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
 
 from runner import catalog, cli, run_folder
 from runner.report import table
@@ -238,10 +239,12 @@ def communicate_or_show_stacks(process, timeout):
 
 def stopped_by(signal_number, tmp_path):
     """A fixture run sent `signal_number` (the runner's process alone) while a notebook hangs: check its rows, exit
-    status and kernel, then that --resume finishes it."""
+    status and kernel, then that --resume finishes it. The run starts with the signal's default disposition, as from a
+    terminal, also where the tests themselves run with it ignored (under `nohup`, which a child inherits: the run
+    would then rightly go on, as test_sighup's second half asks, and this test wait in vain)."""
     results = tmp_path / "results"
     process = start(FIXTURE_RUN, "-f", "ok,hangs", "-t", "cnn", "-p", "smoke", "--data", "synthetic", "--results",
-                    results, "-q")
+                    results, "-q", preexec_fn=lambda: signal.signal(signal_number, signal.SIG_DFL))
     wait_for(lambda: any(results.glob("*/hanging")), "the hanging cell to run")
     (run_dir,) = [p for p in results.iterdir() if p.is_dir()]
     process.send_signal(signal_number)
@@ -255,6 +258,50 @@ def stopped_by(signal_number, tmp_path):
     status, out = resumed_with_a_timeout(run_dir)
     assert status == 1 and "1 of its 2 notebooks to run" in out, out
     assert statuses(run_dir) == {"OK": "ok", "Hangs": "timeout"}
+
+
+def test_a_stop_whose_keyboard_interrupt_was_lost(tmp_path):
+    """The run's stop set while a notebook hangs, with no KeyboardInterrupt reaching papermill (one raised where code
+    lost it, or not yet raised): the kernel is ended all the same and run_notebook raises KeyboardInterrupt, so the
+    run stops as the signal asked."""
+    stop = threading.Event()
+
+    def stop_once_hanging():
+        wait_for(lambda: (tmp_path / "hanging").exists(), "the hanging cell to run")
+        stop.set()
+
+    kernel = catalog.ENVIRONMENTS["runner"].kernel_name
+    with execution.kernels_ended_on(stop):
+        threading.Thread(target=stop_once_hanging, daemon=True).start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            execution.run_notebook(FIXTURES / "Hangs_CNN.ipynb", tmp_path / "Hangs_CNN.ipynb", kernel,
+                                   {"profile": "smoke"}, tmp_path, timeout=600, show_output=False)
+    assert time.monotonic() - started < 300  # not the notebook's 600 s limit: its hour-long cell was cut short
+    assert not execution.kernels() and not kernels_in(tmp_path)
+    assert (tmp_path / "Hangs_CNN.ipynb").exists()  # what ran is kept, as for any notebook cut short
+
+
+def test_a_stop_signal_sets_the_stop_whichever_thread_it_reaches():
+    """A stop signal delivered to a thread other than the main one, while the main thread sleeps in a system call
+    where Python's handler cannot run: the run's stop is set all the same, by the signal watcher, which reads the
+    signal from the wakeup pipe (the handler itself never sets it), and the handler's KeyboardInterrupt follows."""
+    interrupted = False
+    ignored = signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as in a terminal, also where the tests run under nohup
+    try:
+        with batch.stopped_by_signals() as stopping:
+            stop = execution.WatchedKernelManager.stop
+            sleeper = threading.Thread(target=time.sleep, args=(60,), daemon=True)
+            sleeper.start()
+            try:
+                signal.pthread_kill(sleeper.ident, signal.SIGHUP)
+                time.sleep(5)  # not cut short: the signal went to the sleeper
+            except KeyboardInterrupt:
+                interrupted = True
+            assert stop.wait(30) and stopping[:1] == [signal.SIGHUP] and interrupted
+    finally:
+        signal.signal(signal.SIGHUP, ignored)
+    assert execution.WatchedKernelManager.stop is None
 
 
 def test_sigterm(tmp_path):

@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -153,24 +154,59 @@ def run_on_ray(settings, jobs, run_dir, parameters_of, machine, stop_name, kind_
 @contextlib.contextmanager
 def stopped_by_signals():
     """While a run runs, SIGTERM and SIGHUP end it as Ctrl-C does, raising KeyboardInterrupt (a scheduler's end of
-    a job's time, a closed ssh session); a second one while the first is being handled ends the process at once,
+    a job's time, a closed ssh session); a second signal while the first is being handled ends the process at once,
     leaving the records on disk as they are. A signal the process ignores (`nohup`'s SIGHUP) stays ignored. Yields
-    the signals received, the first one the run's."""
-    stopping = []
+    the signals received, the first one the run's.
 
-    def stop(signal_number, frame):
-        if stopping:
+    The stop does not hang on the KeyboardInterrupt alone, which Python raises only where the main thread next runs
+    Python code: every signal also wakes a thread of its own (signal.set_wakeup_fd), which sets the run's stop at once
+    whatever the main thread is doing; from then on no kernel of this process lives (execution.kernels_ended_on) and
+    a notebook returning raises KeyboardInterrupt, so the run stops also where its KeyboardInterrupt was lost or
+    late."""
+    from runner.run import execution
+
+    stopping, handled, stop = [], [], threading.Event()
+
+    def on_signal(signal_number, frame):
+        if handled:
             os._exit(128 + signal_number)
-        stopping.append(signal_number)
+        handled.append(signal_number)
+        if not stopping:
+            stopping.append(signal_number)
         raise KeyboardInterrupt
 
-    # a signal this process was started ignoring stays ignored: `nohup` ignores SIGHUP so that a run outlives its session
-    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS if signal.getsignal(number) != signal.SIG_IGN}
-    try:
-        yield stopping
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+    readable, writable = os.pipe()
+    os.set_blocking(writable, False)
+
+    def watch_signals():  # the numbers of the signals received, one byte each; 0: the run is over
+        while True:
+            number = os.read(readable, 1)[0]
+            if number == 0:
+                return
+            if number in STOP_SIGNALS:
+                if not stopping:
+                    stopping.append(number)
+                stop.set()
+                return
+
+    watcher = threading.Thread(target=watch_signals, name="signal watcher", daemon=True)
+    watcher.start()
+    with execution.kernels_ended_on(stop):
+        # a signal this process was started ignoring stays ignored: `nohup` ignores SIGHUP so that a run outlives
+        # its session
+        previous = {number: signal.signal(number, on_signal) for number in STOP_SIGNALS
+                    if signal.getsignal(number) != signal.SIG_IGN}
+        previous_fd = signal.set_wakeup_fd(writable, warn_on_full_buffer=False)
+        try:
+            yield stopping
+        finally:
+            signal.set_wakeup_fd(previous_fd)
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+            os.write(writable, b"\0")
+            watcher.join()
+            os.close(readable)
+            os.close(writable)
 
 
 def no_space(error, run_dir, what):

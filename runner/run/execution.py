@@ -5,6 +5,7 @@ notebook that writes no record of its own (it failed, timed out or its kernel di
 the runner with the status and the first line of the error.
 """
 
+import contextlib
 import json
 import logging
 import os
@@ -72,6 +73,7 @@ class WatchedKernelManager(AsyncKernelManager):
     that died; one notebook at a time per process)."""
 
     latest = {}
+    stop = None  # the running run's stop (kernels_ended_on), set once a signal stops it
 
     async def _async_pre_start_kernel(self, **kw):
         kw["env"] = kernel_environ(kw.get("env", os.environ))
@@ -141,6 +143,33 @@ def end_kernels():
     return ended
 
 
+@contextlib.contextmanager
+def kernels_ended_on(stop, every_s=0.2):
+    """While it lasts: once `stop` is set (a threading.Event: the run's signal watcher sets it on a stop signal,
+    runner/run/batch.py stopped_by_signals), a thread ends every kernel this process runs or starts, every `every_s`
+    seconds, and run_notebook raises KeyboardInterrupt when papermill returns. So a signal stops the run whatever its
+    moment: also where its KeyboardInterrupt was raised inside code that lost it, or came late, or while a kernel was
+    still starting. Leaving sets `stop` to free the thread."""
+    finished = threading.Event()
+
+    def reap():
+        stop.wait()
+        while not finished.is_set():
+            end_kernels()
+            finished.wait(every_s)
+
+    reaper = threading.Thread(target=reap, name="kernel reaper", daemon=True)
+    reaper.start()
+    WatchedKernelManager.stop = stop
+    try:
+        yield
+    finally:
+        WatchedKernelManager.stop = None
+        finished.set()
+        stop.set()
+        reaper.join()
+
+
 def oom_kills():
     """How many processes the out-of-memory killer has ended in this process's cgroup (cgroup v2's memory.events, or
     v1's memory.oom_control), None where neither can be read."""
@@ -199,6 +228,9 @@ def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout,
     try:
         status, error = _execute(input_path, partial, kernel_name, parameters, cwd, timeout, show_output, deadline,
                                  kills_before)
+        stop = WatchedKernelManager.stop
+        if stop is not None and stop.is_set():  # a signal came; its KeyboardInterrupt did not reach this far
+            raise KeyboardInterrupt
     finally:
         _land(partial, Path(output_path))
     if status == "timeout":
