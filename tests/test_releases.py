@@ -128,6 +128,9 @@ def test_prune_is_a_command_with_its_own_help():
     ("jax@0.4.30", "AttributeError: module 'flax.nnx' has no attribute 'Rngs'", "unsupported"),
     ("jax@0.4.30", "TypeError: __init__() got an unexpected keyword argument 'rngs'", "unsupported"),
     ("jax@0.4.30", "ValueError: shapes (2,) and (3,) not aligned", "failed"),  # a wrong result is no missing API
+    # Keras 3.0 (TensorFlow 2.16.1's) refusing an argument of a layer it does not have yet
+    ("tensorflow@2.16.1", "ValueError: Unrecognized keyword arguments passed to GRU: {'use_cudnn': 'auto'}",
+     "unsupported"),
     ("jax", "AttributeError: module 'flax.nnx' has no attribute 'Rngs'", "failed"),  # the framework's own pins: a bug
 ])
 def test_a_release_lacking_what_a_notebook_calls_is_unsupported_with_its_own_error(framework, error, status, tmp_path):

@@ -293,6 +293,15 @@ def out_of_memory(name, message):
 # the errors of a notebook calling what a framework's older release does not have (a module, a function, an argument):
 # on a release row (`-f jax@0.6.2`) its row is 'unsupported' with that error, not a failure of the run
 RELEASE_LACKS = ("AttributeError", "ImportError", "ModuleNotFoundError", "TypeError")
+# the same in words where the error's type says less: Keras 3's for a layer's argument its release does not take
+# (Keras 3.0's GRU has no use_cudnn)
+RELEASE_LACKS_WORDS = ("ValueError: Unrecognized keyword arguments passed to ",)
+
+
+def release_lacks(error):
+    """Whether a release row's error (`Name: message`) is its notebook calling what that release does not have."""
+    error = error or ""
+    return error.split(":")[0] in RELEASE_LACKS or error.startswith(RELEASE_LACKS_WORDS)
 
 
 def failure_record(job, profile, status, error, notebook=None, duration_s=None):
@@ -364,7 +373,7 @@ def finish_record(job, run_dir, profile, status, error, elapsed, extra=None):
             status, error = "failed", "the notebook ran but left no valid result record ({})".format(
                 results.first_line(str(problem)))
     if record is None:
-        if job.framework.release and status == "failed" and (error or "").split(":")[0] in RELEASE_LACKS:
+        if job.framework.release and status == "failed" and release_lacks(error):
             status = "unsupported"  # the notebook runs on the framework's own pins: this release lacks what it calls
         record = failure_record(job, profile, status, error, duration_s=elapsed)
     if job.framework.release:  # its notebook wrote the framework's name: its row is the release's ('JAX 0.6.2')
