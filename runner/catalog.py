@@ -58,7 +58,9 @@ class Environment:
     test_packages: tuple[str, ...] = ()  # pinned for the tests only: an adopted interpreter may go without them
     # optional parts added by the command that needs them, each envs/<name>-<extra>.txt (with its lock)
     extras: tuple[str, ...] = ()
-    release: Optional[str] = None  # a framework's release this environment holds (its name is then <base>@<release>)
+    release: Optional[str] = None  # a framework's release this environment holds (its name is then <key>@<release>)
+    derived_from: Optional[str] = None  # a release environment's base: the environment whose packages it takes
+
 
     @property
     def path(self) -> Path:
@@ -66,8 +68,9 @@ class Environment:
 
     @property
     def base(self) -> str:
-        """The environment it derives from: its own name, or 'jax' for the release environment 'jax@0.6.2'."""
-        return self.name.split(RELEASE_MARK)[0]
+        """The environment it derives from: its own name, 'jax' for the release environment 'jax@0.6.2' and for
+        'keras@3.6.0' (Keras 3 at a release runs on JAX's environment)."""
+        return self.derived_from or self.name.split(RELEASE_MARK)[0]
 
     @property
     def requirements(self) -> Path:
@@ -147,6 +150,8 @@ class Framework:
     # framework has no releases to choose from here (release_refusal says why)
     package: Optional[str] = None
     release: Optional[str] = None  # the release this framework's rows run (at()), None: its environment's own pin
+    # where it brings no environment, the one its releases are built on: their rows are its variants on that one
+    release_on: Optional[str] = None
 
     @property
     def own_label(self) -> str:
@@ -154,13 +159,17 @@ class Framework:
         return self.label[:-len(self.release) - 1] if self.release else self.label
 
     def at(self, release: str) -> "Framework":
-        """This framework at `release`: key jax@0.6.2, label 'JAX 0.6.2', its rows in the environment jax@0.6.2."""
-        env = dataclasses.replace(self.environment, name=self.environment.name + RELEASE_MARK + release,
-                                  display_name="{} {}".format(self.environment.display_name, release),
-                                  gpu_builds=(), extras=(), release=release)
+        """This framework at `release`: key jax@0.6.2, label 'JAX 0.6.2', its rows in the environment jax@0.6.2, the
+        packages of its environment (or of release_on's: keras@3.6.0 is JAX's with Keras 3.6.0, its jax variant
+        alone) with its package pinned to that release."""
+        base = self.environment or ENVIRONMENTS[self.release_on]
+        name = self.key + RELEASE_MARK + release
+        shown = "Rosetta: {} {}".format(self.label, release)
+        env = dataclasses.replace(base, name=name, display_name=shown + ("" if self.environment else " on {}".format(
+            base.display_name.partition(": ")[2])), gpu_builds=(), extras=(), release=release, derived_from=base.name)
         return dataclasses.replace(
-            self, key=self.key + RELEASE_MARK + release, label="{} {}".format(self.label, release),
-            variants=tuple(dataclasses.replace(v, env=env.name) for v in self.variants if v.env == self.environment.name),
+            self, key=name, label="{} {}".format(self.label, release),
+            variants=tuple(dataclasses.replace(v, env=name) for v in self.variants if v.env == base.name),
             environment=env, release=release)
 
 
@@ -283,7 +292,8 @@ FRAMEWORKS: tuple[Framework, ...] = (
             "rnn": {"embedding": KERAS_SPARSE_ADAM}, "transformer": {"embedding/tokens": KERAS_SPARSE_ADAM}}),
         Variant("jax", "jax", (("backend", "jax"),), packages=("keras",)),
         Variant("torch", "pytorch", (("backend", "torch"),), packages=("keras",)),
-    ), resnet50="v1", modules=("keras",)),  # keras.applications
+    ), resnet50="v1", modules=("keras",),  # keras.applications
+        package="keras", release_on="jax"),  # `-f keras@3.6.0`: Keras 3 at a release, on JAX's environment
     Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), modules=("jax", "flax", "optax"), package="jax", not_equivalent={
         "rnn": "Flax's GRUCell has no recurrent bias: the new gate's one (inside the reset product) is lost and the "
                "reset and update gates get one bias where the reference has two"},
@@ -407,7 +417,8 @@ def framework(name):
 def release_refusal(framework):
     """Why `-f <key>@<release>` is refused for a framework without a `package`."""
     if framework.environment is None:
-        return "{} runs in its backends' environments, which choose its release".format(framework.label)
+        return "{} runs in {}'s environment, whose pins choose its release".format(
+            framework.label, " and ".join(sorted({v.env for v in framework.variants})))
     return "its environment's own pins are the only release this project builds of it"
 
 
@@ -416,8 +427,8 @@ def environment(name):
     SelectionError where there is none."""
     if name in ENVIRONMENTS:
         return ENVIRONMENTS[name]
-    base, release = split_release(name)
-    owner = next((f for f in FRAMEWORKS if f.environment and f.environment.name == base), None)
+    base, release = split_release(name)  # a release environment is named by its framework ('keras@3.6.0')
+    owner = next((f for f in FRAMEWORKS if f.key == base or (f.environment and f.environment.name == base)), None)
     if release is None or owner is None:
         raise SelectionError("unknown environment {}; known environments: {}".format(name, ", ".join(ENVIRONMENTS)))
     return framework(owner.key + RELEASE_MARK + release).environment
@@ -490,6 +501,6 @@ def expand(jobs, precisions=("auto",), compile_modes=None, sweep=None):
 def environments_for(jobs):
     """The environments the jobs need, each once, in catalog order (a framework's release environments after its
     own: jax, jax@0.6.2)."""
-    names = {job.variant.env for job in jobs}
+    found = {job.variant.env: job.environment for job in jobs}
     order = list(ENVIRONMENTS)
-    return [environment(name) for name in sorted(names, key=lambda name: (order.index(split_release(name)[0]), name))]
+    return sorted(found.values(), key=lambda env: (order.index(env.base), env.name))

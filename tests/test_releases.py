@@ -23,9 +23,9 @@ KERNEL_NAME = re.compile(r"^[a-z0-9._\-]+$", re.IGNORECASE)
     ("jax@", "jax@: name a release after '@', as in jax@1.2.3"),
     ("pytorch@nope", "pytorch@nope: 'nope' is not a release number (PEP 440, as in 2.9.1 or 2.16.0rc1)"),
     ("torchy@1.0", "unknown framework torchy; known frameworks: pytorch, "),
-    ("mxnet@1.8.0", "mxnet@1.8.0: MXNet has no releases to choose from here; pytorch, tensorflow, jax do"),
-    ("keras@3.5.0", "keras@3.5.0: Keras has no releases to choose from here; pytorch, tensorflow, jax do (Keras runs "
-                    "in its backends' environments"),
+    ("mxnet@1.8.0", "mxnet@1.8.0: MXNet has no releases to choose from here; pytorch, tensorflow, keras, jax do"),
+    ("lasagne@0.1", "lasagne@0.1: Lasagne has no releases to choose from here; pytorch, tensorflow, keras, jax do "
+                    "(Lasagne runs in theano's environment, whose pins choose its release)"),
 ])
 def test_a_bad_release_name_is_refused_in_one_line(name, message, capsys):
     assert cli.main(["-f", name, "-t", "cnn", "--no-setup"]) == cli.USAGE_ERROR
@@ -55,6 +55,28 @@ def test_a_release_is_its_framework_in_an_environment_of_its_own():
         catalog.environment("theano@1.0")  # Theano's environment is Keras 2's, which names no package
     with pytest.raises(catalog.SelectionError, match="unknown environment nothing@1.0"):
         catalog.environment("nothing@1.0")
+
+
+def test_keras_at_a_release_is_keras_on_jax_in_an_environment_of_its_own(tmp_path, monkeypatch):
+    """Keras 3 brings no environment: its release environment takes JAX's packages, and its rows are the jax
+    variant's alone, beside Keras (jax)'s."""
+    jax, older = catalog.select(["jax", "keras@3.6.0"], ["cnn"])
+    assert (older.framework.key, older.variant.name, older.label, older.stem) == (
+        "keras@3.6.0", "jax", "Keras 3.6.0 (jax)", "Keras_CNN@3.6.0-jax")
+    assert older.variant.parameters == (("backend", "jax"),) and older.notebook == catalog.notebook_path(
+        catalog.framework("keras"), "cnn")
+    env = older.environment
+    assert (env.name, env.base, env.release, env.display_name) == ("keras@3.6.0", "jax", "3.6.0",
+                                                                  "Rosetta: Keras 3.6.0 on JAX")
+    assert KERNEL_NAME.match(env.kernel_name) and env.kernel_name == "rosetta-keras-3.6.0"
+    assert env.framework_module == "jax" and env.gpu_builds == () and env.python == jax.environment.python
+    assert catalog.environment("keras@3.6.0") == env
+    assert catalog.environments_for([older, jax]) == [jax.environment, env]  # beside the environment it is built on
+    assert table.catalog_rank("Keras 3.6.0", "jax") == table.catalog_rank("Keras", "jax")
+    monkeypatch.setattr(catalog, "REQUIREMENTS_DIR", tmp_path)
+    (tmp_path / "jax.txt").write_text("jax==0.10.2\nflax==0.12.8\nkeras==3.15.1\nnumpy==2.4.6\n")
+    assert locks.release_pins(env, "keras") == ["jax", "flax", "keras==3.6.0", "numpy"]  # JAX moves with it
+    assert "the packages of envs/jax.txt, keras pinned to 3.6.0" in locks.release_requirements_text(env, "keras", None)
 
 
 def test_the_requirements_pin_the_release_and_leave_the_rest_to_the_date(tmp_path, monkeypatch):
@@ -181,6 +203,18 @@ def test_a_run_holding_releases_gets_a_table_by_release_with_verdicts_against_th
     assert plots.plot_versions(records, tmp_path / "versions.png") and (tmp_path / "versions.png").stat().st_size
     assert "## Releases" in run_report.markdown(records)
     assert table.version_tables(records[-1:]) == [] and not plots.plot_versions(records[-1:], tmp_path / "none.png")
+
+
+def test_keras_s_releases_say_the_backend_release_each_ran_on():
+    keras = []
+    for version, backend, release, seconds in (("3.15.1", "0.10.2", None, 3.0), ("3.5.0", "0.4.31", "3.5.0", 3.3)):
+        record = release_record("Keras" if release is None else "Keras " + release, version, [seconds] * 8, release)
+        record.update(variant="jax")
+        record["environment"].update(backend="jax", backend_version=backend)
+        keras.append(record)
+    (cnn,) = table.version_tables(keras)
+    assert cnn.title.endswith(": Keras (jax) by release")
+    assert [row.cells[0] for row in cnn.rows] == ["3.5.0 on jax 0.4.31", "3.15.1 on jax 0.10.2 (its environment's)"]
 
 
 @pytest.mark.parametrize("older, newer", [("0.6.2", "0.10.2"), ("2.16.0rc1", "2.16.0"), ("2.9", "2.9.1")])

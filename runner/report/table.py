@@ -955,7 +955,8 @@ def version_tables(records, checks=None):
         columns.append(Column("status", "Status"))
         table_rows = []
         for record, r in members:
-            cells = [" ".join(filter(None, [release_of(r)[1], "" if r.get("release") else "(its environment's)"])),
+            cells = [" ".join(filter(None, [release_of(r)[1], on_backend(record),
+                                            "" if r.get("release") else "(its environment's)"])),
                      headline_text(r, task) if r["status"] == "ok" else ""]
             cells += _vs_newest_cells(record, newest[0] if newest else None)
             if task.trains:
@@ -971,6 +972,13 @@ def version_tables(records, checks=None):
                                    {identity[5]: members[0][1]["sweep_value"]} if identity[5] else None)
         tables.append(Table("{}: {} by release".format(task.title, label_text), columns, table_rows, [], task))
     return sorted(tables, key=lambda t: (list(tasks.TASKS).index(t.task.key), t.title))
+
+
+def on_backend(record):
+    """'on jax 0.4.31' for a record of Keras 3, whose release runs on its backend's release of the same time; ''
+    for a framework that computes on its own."""
+    facts = record.get("environment") or {}
+    return "on {} {}".format(facts["backend"], facts["backend_version"]) if facts.get("backend_version") else ""
 
 
 def _vs_newest_cells(record, newest):
