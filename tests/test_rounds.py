@@ -174,6 +174,16 @@ def test_the_machine_watch_waits_for_the_kernel_to_exit_before_its_last_probe():
     assert len(asked) == 3 and readings["after"]["at"] >= asked[-1]
 
 
+def test_the_machine_probe_warms_its_core_up_before_it_times_and_between_pieces(monkeypatch):
+    asked = []
+    real = machine_probe.warm_up
+    monkeypatch.setattr(machine_probe, "warm_up", lambda seconds: asked.append(seconds) or real(0))
+    machine_probe.speed()
+    assert asked[0] == machine_probe.WARM_UP_S > 0  # untimed work first: an idle core starts slowly
+    assert asked[1:] == [machine_probe.SPREAD_S / machine_probe.SAMPLES] * machine_probe.SAMPLES
+    assert real(0.05) >= 1 and real(0) == 0
+
+
 def test_the_machine_probe_gives_the_best_times_of_its_fixed_work():
     probe = machine_probe.speed()
     assert set(probe) == {"python_s", "numpy_s", "at"} and probe["python_s"] > 0 and probe["numpy_s"] > 0

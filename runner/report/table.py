@@ -325,8 +325,8 @@ def judge_rounds(rows):
     return rows
 
 
-MACHINE_NOISE = 0.40  # a row whose machine probe ran this much slower than the run's fastest, at both ends, is flagged
-# (the single-core probe on this project's 2-core VM moves by up to ~35% between quiet moments: docs/measurements.md)
+MACHINE_NOISE = 0.25  # a row whose machine probe ran this much slower than the run's fastest, at both ends, is flagged
+# (on this project's 2-core VM a quiet run's notebooks read at most 11% slower, 60 quiet probes 19%: docs/measurements.md)
 OTHERS_BUSY_CORES = 0.25  # a row during which other programs kept more cores than this busy, on average, is flagged
 PROBE_KEYS = ("python_s", "numpy_s")
 

@@ -6,9 +6,13 @@ Two readings, kept in each record as {"machine_probe": {"before": speed(), "afte
 - the probe, before and after the notebook: fixed work on one core, a pure-Python loop (the interpreter: what a
   notebook's Python between kernels costs) and small NumPy products (96x96 float64, which BLAS runs on one thread),
   each timed SAMPLES times in short interleaved pieces and reported as the best piece scaled to the whole work, in
-  seconds (lower is faster). The best of many short pieces is what the machine gave at its quietest in those
-  ~0.1 s; a moment's interruption does not count, a machine slowed throughout does. The "after" probe waits until
-  the notebook's kernel has exited (its shutdown is not the machine's state).
+  seconds (lower is faster). The best of many short pieces is what the machine gave at its quietest over the probe;
+  a moment's interruption does not count, a machine slowed throughout does. Before the pieces the loop runs
+  WARM_UP_S untimed: a core that sat idle (the runner waits on the kernel) first runs slowly, on this project's VM
+  the loop up to 75% slower for its first tenths of a second, which no best piece escapes and no notebook, busy
+  throughout, suffers; and SPREAD_S more between the pieces, so that they span the slow spells of up to a tenth of
+  a second that a busy core has too. The "after" probe waits until the notebook's kernel has exited (its shutdown
+  is not the machine's state).
 - others_cores: how many cores other programs kept busy, on average, over the whole notebook: the machine's busy
   time from /proc/stat (the hypervisor's steal included) less this process's and its children's, over the wall time.
   The probe sees two moments; this sees everything in between.
@@ -22,6 +26,8 @@ SAMPLES = 20  # pieces of each work timed, interleaved; the best one counts
 PYTHON_ITERATIONS = 200_000  # the pure-Python loop's whole work (SAMPLES pieces of it are timed)
 PRODUCTS = 400  # the NumPy products' whole work
 SIZE = 96
+WARM_UP_S = 0.3  # the loop's untimed run before the pieces, until an idle core runs at its working speed
+SPREAD_S = 0.2  # more of it between the pieces, so that they span a slow spell of the core (up to ~0.1 s here)
 SETTLE_S = 10.0  # the "after" probe waits at most this long for the notebook's kernel to exit
 BUSY_WALL_S = 1.0  # others_cores of a shorter span cannot tell (a tick of the system's CPU clock is 10 ms)
 
@@ -33,8 +39,18 @@ def _python_piece(iterations):
     return total
 
 
+def warm_up(seconds, piece=PYTHON_ITERATIONS // SAMPLES):
+    """Run the pure-Python loop for `seconds` (wall time), untimed; returns how many pieces it ran."""
+    pieces, end = 0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        _python_piece(piece)
+        pieces += 1
+    return pieces
+
+
 def speed():
-    """{'python_s', 'numpy_s', 'at'}: the fixed work's time at the machine's best now (lower is faster), and when."""
+    """{'python_s', 'numpy_s', 'at'}: the fixed work's time at the machine's best now (lower is faster), and when,
+    after WARM_UP_S of untimed work."""
     import numpy
 
     matrix = numpy.random.default_rng(0).standard_normal((SIZE, SIZE))
@@ -47,7 +63,9 @@ def speed():
         return result
 
     best = {"python_s": None, "numpy_s": None}
+    warm_up(WARM_UP_S)
     for _ in range(SAMPLES):
+        warm_up(SPREAD_S / SAMPLES)
         for key, work in (("python_s", lambda: _python_piece(python_piece)), ("numpy_s", products)):
             started = time.perf_counter()
             work()
