@@ -61,7 +61,6 @@ class Environment:
     release: Optional[str] = None  # a framework's release this environment holds (its name is then <key>@<release>)
     derived_from: Optional[str] = None  # a release environment's base: the environment whose packages it takes
 
-
     @property
     def path(self) -> Path:
         return ENVS_DIR / self.name

@@ -39,11 +39,11 @@ def _python_piece(iterations):
     return total
 
 
-def warm_up(seconds, piece=PYTHON_ITERATIONS // SAMPLES):
+def warm_up(seconds):
     """Run the pure-Python loop for `seconds` (wall time), untimed; returns how many pieces it ran."""
     pieces, end = 0, time.perf_counter() + seconds
     while time.perf_counter() < end:
-        _python_piece(piece)
+        _python_piece(PYTHON_ITERATIONS // SAMPLES)
         pieces += 1
     return pieces
 
