@@ -168,3 +168,15 @@ def test_bad_input_raises_value_error_with_a_one_line_message(call):
     with pytest.raises(ValueError) as raised:
         call()
     assert str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_widened_comparison_widens_its_interval_at_both_ends_and_reads_its_verdict_off_it():
+    a, b = [4.0, 4.01, 3.99, 4.02, 3.98], [4.4, 4.41, 4.39, 4.42, 4.38]
+    tight = intervals.compare(a, b)
+    wide = intervals.compare(a, b, widened=0.16)
+    assert (tight.verdict, tight.widened) == ("slower", 0.0)
+    assert (wide.ratio, wide.verdict, wide.widened) == (tight.ratio, "within noise", 0.16)
+    assert wide.low == pytest.approx(tight.low / 1.16) and wide.high == pytest.approx(tight.high * 1.16)
+    assert intervals.compare(a, [5.2 * x / 4.0 for x in a], widened=0.16).verdict == "slower"
+    with pytest.raises(ValueError, match="widened must be 0 or more"):
+        intervals.compare(a, b, widened=-0.1)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from runner import catalog, cli
-from runner.report import table
+from runner.report import intervals, table
 from runner.run import environments, execution, locks, setup_commands
 
 # Jupyter's own rule for a kernel name (jupyter_client.kernelspec._kernel_name_pat)
@@ -187,7 +187,7 @@ def test_a_run_holding_releases_gets_a_table_by_release_with_verdicts_against_th
         return list(seconds * (1 + 0.02 * noise.standard_normal(8)))
 
     records = [release_record("JAX", "0.10.2", epochs(3.0)),  # the environment's own pin: the newest
-               release_record("JAX 0.6.2", "0.6.2", epochs(3.6), release="0.6.2"),
+               release_record("JAX 0.6.2", "0.6.2", epochs(4.5), release="0.6.2"),
                release_record("JAX 0.4.30", None, None, release="0.4.30", status="unsupported",
                               error="AttributeError: module 'flax' has no attribute 'nnx'"),
                release_record("JAX 0.9.0", "0.9.0", epochs(3.0), release="0.9.0"),
@@ -197,8 +197,11 @@ def test_a_run_holding_releases_gets_a_table_by_release_with_verdicts_against_th
     cells = {row.cells[0]: dict(zip([c.key for c in cnn.columns], row.cells)) for row in cnn.rows}
     assert list(cells) == ["0.4.30", "0.6.2", "0.9.0", "0.10.2 (its environment's)"]  # oldest first
     assert cells["0.10.2 (its environment's)"]["vs_newest"] == "newest"
-    assert cells["0.6.2"]["verdict"] == "slower" and cells["0.6.2"]["vs_newest"].startswith("1.2")
+    assert cells["0.6.2"]["verdict"] == "slower" and cells["0.6.2"]["vs_newest"].startswith("1.5")
     assert cells["0.9.0"]["verdict"] == "within noise"
+    # one round each: epochs of one kernel, so the interval is widened by how far two runs of a notebook move apart
+    low = float(re.search(r"\[([0-9.]+)–", cells["0.6.2"]["vs_newest"]).group(1))
+    assert low < 1.5 / (1 + intervals.RUN_TO_RUN) + 0.01
     assert cells["0.4.30"]["status"].startswith("unsupported: AttributeError") and cells["0.4.30"]["vs_newest"] == ""
     assert plots.plot_versions(records, tmp_path / "versions.png") and (tmp_path / "versions.png").stat().st_size
     assert "## Releases" in run_report.markdown(records)

@@ -13,7 +13,7 @@ import numpy as np
 
 from common import environment, results, timing
 from runner import cli, run_folder
-from runner.report import table
+from runner.report import intervals, table
 from runner.run import batch, machine_probe
 
 
@@ -116,15 +116,36 @@ def test_report_of_two_runs_gives_each_row_s_ratio_with_its_interval_and_verdict
         return list(seconds * (1 + 0.02 * noise.standard_normal(8)))
 
     before = write_run(tmp_path / "before", [timed_record("PyTorch", epochs(4.0)), timed_record("JAX", epochs(3.0)),
-                                             timed_record("MXNet", epochs(5.0))])
-    after = write_run(tmp_path / "after", [timed_record("PyTorch", epochs(4.4)), timed_record("JAX", epochs(3.0)),
+                                             timed_record("Chainer", epochs(9.0)), timed_record("MXNet", epochs(5.0))])
+    after = write_run(tmp_path / "after", [timed_record("PyTorch", epochs(6.0)), timed_record("JAX", epochs(3.0)),
+                                           timed_record("Chainer", epochs(9.9)),
                                            results.failure_record("MXNet", "cnn", "quick", "failed", "planted")])
     assert cli.main(["report", str(before), str(after), "--out", str(tmp_path / "out")]) == 0
     text = (tmp_path / "out" / "comparison.md").read_text()
     assert text in capsys.readouterr().out
     lines = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
-    assert re.search(r"\| 1\.[01]\d\d \[1\.0\d+–1\.1\d+\] \| slower \| 7 epochs, 7 epochs \|", lines["PyTorch"])
+    # One round a side: the epochs of one kernel, whose interval is widened by how far two runs move apart
+    widened = "7 epochs, 7 epochs; widened {:.0%}".format(intervals.RUN_TO_RUN)
+    assert re.search(r"\| 1\.[45]\d\d \[1\.\d+–\d\.\d+\] \| slower \| " + widened + r" \|", lines["PyTorch"])
+    assert "| within noise | " + widened in lines["Chainer"]  # 10% slower epochs: not beyond what two runs differ by
     assert "| within noise |" in lines["JAX"] and "not compared: not finished in both runs" in lines["MXNet"]
+
+
+def test_report_of_two_repeated_runs_compares_their_rounds_without_widening(tmp_path, capsys):
+    def repeated(folder, seconds):
+        rounds = [[timed_record("PyTorch", [s] * 3)] for s in seconds]
+        write_run(folder, rounds[0])
+        for number, records in enumerate(rounds[1:], 2):
+            write_run(run_folder.round_folder(folder, number), records)
+        return folder
+
+    before = repeated(tmp_path / "before", [4.00, 4.02, 4.04, 4.01, 4.03])
+    after = repeated(tmp_path / "after", [4.40, 4.42, 4.44, 4.41, 4.43])
+    assert cli.main(["report", str(before), str(after), "--out", str(tmp_path / "out")]) == 0
+    capsys.readouterr()
+    (line,) = [line for line in (tmp_path / "out" / "comparison.md").read_text().splitlines()
+               if line.startswith("| PyTorch")]
+    assert "| slower | 5 rounds, 5 rounds |" in line  # rounds are runs of their own: 10% is beyond their noise
 
 
 def test_a_planted_slow_down_of_the_machine_probe_during_one_notebook_flags_that_row_only(

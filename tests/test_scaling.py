@@ -1,4 +1,4 @@
-"""The predicted scaling of data-parallel training (common/scaling.py) and the README's table of it."""
+"""The predicted scaling of data-parallel training (common/scaling.py) and docs/train.md's table of it."""
 
 import pytest
 
@@ -37,9 +37,9 @@ def test_the_step_time_for_an_efficiency_gives_that_efficiency():
         scaling.step_time_for(1.0, 102e6, 8, 31.5e9)
 
 
-def test_the_readme_shows_the_model_s_table_and_the_plot_is_drawn(tmp_path):
-    readme = (catalog.REPO / "README.md").read_text()
-    assert "\n".join(plots.scaling_lines()) in readme, "README's scaling table is stale: paste plots.scaling_lines()"
-    assert "docs/scaling.png" in readme and plots.SCALING_PLOT.exists()
+def test_docs_train_shows_the_model_s_table_and_the_plot_is_drawn(tmp_path):
+    page = (catalog.REPO / "docs" / "train.md").read_text()
+    assert "\n".join(plots.scaling_lines()) in page, "docs/train.md's scaling table is stale: paste plots.scaling_lines()"
+    assert "](scaling.png)" in page and plots.SCALING_PLOT.exists()
     path = plots.plot_scaling(tmp_path / "scaling.png", measured={"PyTorch": (0.05, {2: 0.9})})
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -11,6 +11,11 @@ one sample has no interval. A comparison's verdict reads off its interval alone:
 With min–max ranges, identical distributions give ranges that miss each other in 2/C(2n, n) of trials: 10% at 3
 samples a side, 3% at 4, every time at 1 (two single samples differ unless equal; method "single" says so).
 
+Samples taken inside one kernel (the epochs of one training, the passes of one inference) agree more closely than
+two runs of the notebook do: compared on them alone, single runs of the same code on this project's machine were called
+apart in 85 of 186 pairs of rows. Where a side's samples come from one kernel, compare() is given RUN_TO_RUN and widens the
+interval by it at both ends, so that the verdict still reads off the interval printed.
+
 No rank test (Mann–Whitney U) backs the verdict: measured on normal samples with 2% noise, the bootstrap alone calls
 identical distributions different in 2.5–4.2% of trials at n = 5 to 20, requiring U's p < 0.05 as well only brings that to
 2.3–3.6%, and a verdict that a second test can veto no longer reads off the interval printed beside it.
@@ -25,6 +30,9 @@ RESAMPLES = 4000
 BOOTSTRAP_MIN_N = 5  # fewer samples than this on a side: min–max ranges instead of the bootstrap
 LEVEL = 0.95
 VERDICTS = ("faster", "slower", "within noise")
+RUN_TO_RUN = 0.33  # how far a row's headline moves between two single runs of its notebook on a quiet machine: the 95th
+# percentile of 186 ratios of the same rows between single runs of the same code on this project's 2-core VM (two sets
+# of three runs, of 17 and 45 rows: docs/results.md, "Three single runs against one repeated run")
 
 
 def _samples(samples, what="samples"):
@@ -102,6 +110,7 @@ class Comparison:
     method: str
     n_a: int
     n_b: int
+    widened: float = 0.0
 
     def cell(self, digits=2):
         """Table-cell text, e.g. "1.10× [1.06–1.14] slower"."""
@@ -109,9 +118,10 @@ class Comparison:
                                        _number(self.high, digits), self.verdict)
 
 
-def compare(a, b, lower_is_better=True):
+def compare(a, b, lower_is_better=True, widened=0.0):
     """b against a: the ratio median(b)/median(a) with an interval, and whether b is "faster", "slower" or "within
-    noise" of a.
+    noise" of a; `widened` (e.g. RUN_TO_RUN) widens the interval by that share at both ends (low / (1 + widened), high
+    * (1 + widened)) for samples that do not see what changes between runs.
 
     The interval is the percentile bootstrap of the ratio of medians, a and b resampled independently, when both have
     at least 5 samples; otherwise (method "min–max", or "single" when both have one sample) it runs from min(b)/max(a)
@@ -132,11 +142,14 @@ def compare(a, b, lower_is_better=True):
     else:
         low, high = float(b.min() / a.max()), float(b.max() / a.min())
         method = "single" if a.size == b.size == 1 else "min–max"
+    if widened < 0:
+        raise ValueError("widened must be 0 or more, got {}".format(widened))
+    low, high = low / (1.0 + widened), high * (1.0 + widened)
     if low <= 1.0 <= high:
         verdict = "within noise"
     else:
         verdict = "slower" if (low > 1.0) == lower_is_better else "faster"
-    return Comparison(ratio, low, high, verdict, method, int(a.size), int(b.size))
+    return Comparison(ratio, low, high, verdict, method, int(a.size), int(b.size), float(widened))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -117,7 +117,7 @@ SCALING_PLOT = catalog.REPO / "docs" / "scaling.png"  # the prediction alone, re
 
 
 def scaling_lines():
-    """The predicted-scaling table of common/scaling.py as Markdown lines (README's section shows them): ResNet-50's
+    """The predicted-scaling table of common/scaling.py as Markdown lines (docs/train.md shows them): ResNet-50's
     float32 gradients all-reduced over each link, and the one-GPU step time that keeps 8 GPUs at 90% and 100%."""
     from common import scaling
 

@@ -913,12 +913,25 @@ def release_order(version):
     return numbers, version == parts, version
 
 
+def between_runs(*kinds):
+    """How much a comparison's interval is widened, given what its samples are (comparison_samples): nothing where
+    both sides are rounds, each a run of its own; intervals.RUN_TO_RUN where a side's come from one kernel (epochs,
+    passes), which agree more closely than two runs of the notebook do."""
+    return 0.0 if all(kind == "rounds" for kind in kinds) else intervals.RUN_TO_RUN
+
+
+CHANCE_NOTE = ("Where a side has one round, its samples (epochs, passes) come from one kernel and agree more closely "
+               "than two runs do, so the interval is widened by {:.0%} at both ends: the 95th percentile of how far "
+               "a row moved between single runs of the same code on this project's machine. With rounds, identical "
+               "rows are still called apart now and then: 1 comparison in 10 at 3 rounds a side (their min–max "
+               "ranges miss each other), 3 in 100 at 4, about 4 in 100 with the bootstrap from 5; a verdict of 10 "
+               "to 20% from 3 rounds is a lead to run again (docs/measurements.md).").format(intervals.RUN_TO_RUN)
 VERSIONS_NOTE = ("Releases (`-f jax@0.6.2,jax`): each framework's rows at the releases the run held, oldest first, "
                  "the same notebook on each. 'vs newest': the release's headline over the newest release's, the ratio "
                  "of the medians of the samples that stand for each (the rounds of a repeated run, else the epochs "
                  "after the first or the inference passes) with its 95% interval, and the verdict faster, slower or "
                  "within noise (runner/report/intervals.py); a release whose notebook calls what it lacks says "
-                 "'unsupported' with the framework's own error.")
+                 "'unsupported' with the framework's own error. " + CHANCE_NOTE)
 
 
 def version_tables(records, checks=None):
@@ -987,10 +1000,10 @@ def _vs_newest_cells(record, newest):
         return ["", ""]
     if record is newest:
         return ["newest", ""]
-    mine, theirs = comparison_samples(record)[0], comparison_samples(newest)[0]
+    (mine, my_kind), (theirs, their_kind) = comparison_samples(record), comparison_samples(newest)
     if not mine or not theirs:
         return ["", "no samples"]
-    comparison = intervals.compare(theirs, mine)
+    comparison = intervals.compare(theirs, mine, widened=between_runs(my_kind, their_kind))
     return ["{:.2f}× [{:.2f}–{:.2f}]".format(comparison.ratio, comparison.low, comparison.high), comparison.verdict]
 
 
@@ -1061,7 +1074,8 @@ def comparison_samples(record):
 COMPARISON_NOTE = ("Each row: B's headline over A's, the ratio of the medians of the samples that stand for it (the "
                    "rounds of a repeated run, else the epochs after the first or the inference passes) with a 95% "
                    "interval (bootstrap from 5 samples a side, min–max ranges below that), and a verdict: faster or "
-                   "slower where the interval excludes 1, within noise where it holds it (runner/report/intervals.py).")
+                   "slower where the interval excludes 1, within noise where it holds it (runner/report/intervals.py). "
+                   + CHANCE_NOTE)
 
 
 def compared(run_a, run_b):
@@ -1083,10 +1097,12 @@ def compared(run_a, run_b):
             cells = [name] + [merged_cell(pair[1]) if pair else "not run" for pair in sides]
             samples = [comparison_samples(pair[0]) if pair else (None, None) for pair in sides]
             if all(values for values, _ in samples):
-                comparison = intervals.compare(samples[0][0], samples[1][0])
+                comparison = intervals.compare(samples[0][0], samples[1][0],
+                                               widened=between_runs(samples[0][1], samples[1][1]))
                 cells += ["{:.3f} [{:.3f}–{:.3f}]".format(comparison.ratio, comparison.low, comparison.high),
-                          comparison.verdict, "{} {}, {} {}".format(len(samples[0][0]), samples[0][1],
-                                                                    len(samples[1][0]), samples[1][1])]
+                          comparison.verdict, "{} {}, {} {}{}".format(
+                              len(samples[0][0]), samples[0][1], len(samples[1][0]), samples[1][1],
+                              "; widened {:.0%}".format(comparison.widened) if comparison.widened else "")]
             else:
                 cells += ["", "not compared: not finished in both runs", ""]
             rows.append(Row(cells))
