@@ -913,11 +913,12 @@ def release_order(version):
     return numbers, version == parts, version
 
 
-def between_runs(*kinds):
-    """How much a comparison's interval is widened, given what its samples are (comparison_samples): nothing where
-    both sides are rounds, each a run of its own; intervals.RUN_TO_RUN where a side's come from one kernel (epochs,
-    passes), which agree more closely than two runs of the notebook do."""
-    return 0.0 if all(kind == "rounds" for kind in kinds) else intervals.RUN_TO_RUN
+def compare_samples(a, b):
+    """b against a, each the (samples, what they are) of comparison_samples: intervals.compare, its interval widened
+    by intervals.RUN_TO_RUN where a side's samples come from one kernel (epochs, passes), which agree more closely
+    than two runs of the notebook do; rounds, each a run of its own, are compared as they are."""
+    widened = 0.0 if a[1] == b[1] == "rounds" else intervals.RUN_TO_RUN
+    return intervals.compare(a[0], b[0], widened=widened)
 
 
 CHANCE_NOTE = ("Where a side has one round, its samples (epochs, passes) come from one kernel and agree more closely "
@@ -1000,10 +1001,10 @@ def _vs_newest_cells(record, newest):
         return ["", ""]
     if record is newest:
         return ["newest", ""]
-    (mine, my_kind), (theirs, their_kind) = comparison_samples(record), comparison_samples(newest)
-    if not mine or not theirs:
+    mine, theirs = comparison_samples(record), comparison_samples(newest)
+    if not mine[0] or not theirs[0]:
         return ["", "no samples"]
-    comparison = intervals.compare(theirs, mine, widened=between_runs(my_kind, their_kind))
+    comparison = compare_samples(theirs, mine)
     return ["{:.2f}× [{:.2f}–{:.2f}]".format(comparison.ratio, comparison.low, comparison.high), comparison.verdict]
 
 
@@ -1097,8 +1098,7 @@ def compared(run_a, run_b):
             cells = [name] + [merged_cell(pair[1]) if pair else "not run" for pair in sides]
             samples = [comparison_samples(pair[0]) if pair else (None, None) for pair in sides]
             if all(values for values, _ in samples):
-                comparison = intervals.compare(samples[0][0], samples[1][0],
-                                               widened=between_runs(samples[0][1], samples[1][1]))
+                comparison = compare_samples(samples[0], samples[1])
                 cells += ["{:.3f} [{:.3f}–{:.3f}]".format(comparison.ratio, comparison.low, comparison.high),
                           comparison.verdict, "{} {}, {} {}{}".format(
                               len(samples[0][0]), samples[0][1], len(samples[1][0]), samples[1][1],
