@@ -29,6 +29,7 @@ UNREADABLE = "unreadable"  # the status of a stand-in row for a record that cann
 
 
 ROUND_PREFIX = "round-"  # with --repeat N, rounds 2 to N of a run write into <run folder>/round-<k>/
+KERNEL_LOGS = "kernel-logs"  # in a round's folder: each kernel's own output (<notebook stem>.log), its C++ logs included
 
 
 def round_folder(run_dir, number):
@@ -50,6 +51,52 @@ def round_folders(run_dir):
 def record_path(run_dir, stem):
     """The path of the record of the job or row named `stem` in a results folder."""
     return Path(run_dir) / (stem + RECORD_SUFFIX)
+
+
+# The machine watch's thresholds (runner/run/machine_probe.py's readings): a round whose probe ran MACHINE_NOISE slower
+# than the run's fastest at both ends of the notebook, or during which other programs kept more than OTHERS_BUSY_CORES
+# cores busy on average, is disturbed: named under its table, and in a repeated run run once more at its end
+MACHINE_NOISE = 0.25  # on this project's 2-core VM a quiet run's notebooks read at most 11% slower, 60 quiet probes 19%
+OTHERS_BUSY_CORES = 0.25
+PROBE_KEYS = ("python_s", "numpy_s")
+DISTURBED_DIR = "disturbed"  # in a round's folder: the executed notebook of a take that was not used
+
+
+def fastest_probe(probes):
+    """{key: the fastest reading of PROBE_KEYS} over the before and after readings of `probes` (machine_probe fields,
+    None skipped); None where there is none."""
+    readings = [reading for probe in probes if probe for reading in (probe.get("before"), probe.get("after")) if reading]
+    if not readings:
+        return None
+    return {key: min(reading[key] for reading in readings) for key in PROBE_KEYS}
+
+
+def probe_slowdown(probe, fastest):
+    """How much slower than `fastest` the probe ran at both ends of the notebook (the lesser of before and after: a
+    machine slowed throughout, not a moment), the worse of PROBE_KEYS; None where either end is missing."""
+    if not probe or not fastest or not probe.get("before") or not probe.get("after"):
+        return None
+    return max(min(probe["before"][key], probe["after"][key]) / fastest[key] - 1.0 for key in PROBE_KEYS)
+
+
+def disturbance(probe, fastest):
+    """How far past the thresholds a notebook's machine watch went, as a multiple of the nearer threshold (0 where
+    it crossed none, 2.0: twice a threshold), with its words ('other programs kept 0.74 cores busy'), or (0, None)."""
+    slowdown, busy = probe_slowdown(probe, fastest), (probe or {}).get("others_cores")
+    found = []
+    if (busy or 0) > OTHERS_BUSY_CORES:
+        found.append((busy / OTHERS_BUSY_CORES, "other programs kept {:.2f} cores busy".format(busy)))
+    if (slowdown or 0) > MACHINE_NOISE:
+        found.append((slowdown / MACHINE_NOISE, "machine {:.0f}% slower at both ends".format(100 * slowdown)))
+    if not found:
+        return 0.0, None
+    return max(score for score, _ in found), ", ".join(words for _, words in found)
+
+
+def kernel_log_path(folder, stem):
+    """Where the kernel of notebook `stem` run into `folder` writes its process's own stdout and stderr (what the
+    libraries print below Python, which a quiet run keeps off the console)."""
+    return Path(folder) / KERNEL_LOGS / (stem + ".log")
 
 
 def finished(run_dir, stem):

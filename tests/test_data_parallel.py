@@ -10,7 +10,6 @@ Caffe2's Gloo workers meeting in a folder both mount), takes the step of two dev
 own two-device run, where the check ran first in this session).
 """
 
-import concurrent.futures
 import re
 import shutil
 import socket
@@ -117,11 +116,10 @@ def test_two_machines_over_loopback_take_the_two_device_step(job, tmp_path):
     # machine 1 alone would time passes for 1000 s: every machine takes machine 0's count (one pass) instead, as the
     # steps must be the same on all (timing.time_passes); without the agreement machine 1 would wait for ever
     wants = {0: {}, 1: {} if job.label in WORKER_0_BY_ARRIVAL else {"min_timed_s": 1000.0}}
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        machines = [pool.submit(data_parallel.take_steps, job, tmp_path / "machine-{}".format(rank), init, 1,
-                                dict(devices=1, machines=2, **wants[rank]), machine_rank=rank, coordinator=coordinator)
-                    for rank in (0, 1)]
-        (first, on_two), (second, _) = [machine.result() for machine in machines]
+    machines = data_parallel.take_steps_on_machines(job, tmp_path, init, 1, [dict(devices=1, **wants[rank])
+                                                                             for rank in (0, 1)], coordinator)
+    assert not any(isinstance(machine, Exception) for machine in machines), [str(m) for m in machines]
+    (first, on_two), (second, _) = machines
     assert first["params"]["machines"] == second["params"]["machines"] == 2
     assert len(first["timings"]["passes_s"]) == len(second["timings"]["passes_s"]) == 1
     assert first["timings"]["images_per_pass"] == 2 * data_parallel.params()["batch_size"] * \

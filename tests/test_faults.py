@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,10 @@ FAULTS = {
     "truncated_record": "`report` names the file on stderr and in the table, reports the rest; exit 1",
     "runs_at_once": "runs started in the same second get folders of their own (-2, -3, ...)",
     "setups_at_once": "a second setup of the same environment waits for the first and builds nothing",
+    "port_taken": "the kernel is started again with fresh ports: an `ok` row with `kernel_starts: 2` and the first "
+                  "start's reason; a third failed start fails the row naming each start's reason",
+    "machine_dies": "the other machines are stopped within seconds; the row of the one that failed says so first, "
+                    "theirs `stopped because machine 1 failed first`",
 }
 FIXTURE_RUN = str(catalog.REPO / "tests" / "fixture_run.py")  # run_all.py on the fixture notebooks
 BUILD = """
@@ -488,3 +493,75 @@ def test_a_node_s_folder_left_by_a_killed_runner_goes_when_the_next_one_starts()
     finally:
         shutil.rmtree(str(mine), ignore_errors=True)
         shutil.rmtree(str(left), ignore_errors=True)
+
+
+def take_ports(monkeypatch, starts):
+    """Plant a port collision in the next `starts` kernel starts: just before the kernel is launched, this process
+    binds the shell port that jupyter_client chose for it, as another process can between that choice and the
+    kernel's own bind. Returns the sockets holding the ports."""
+    taken, launch = [], execution.WatchedKernelManager._async_launch_kernel
+
+    async def launch_on_a_taken_port(manager, kernel_cmd, **kw):
+        if len(taken) < starts:
+            holder = socket.socket()
+            holder.bind((manager.ip, manager.shell_port))
+            holder.listen()
+            taken.append(holder)
+        return await launch(manager, kernel_cmd, **kw)
+
+    monkeypatch.setattr(execution.WatchedKernelManager, "_async_launch_kernel", launch_on_a_taken_port)
+    return taken
+
+
+@pytest.mark.parametrize("collisions", [1, 3])
+def test_port_taken(collisions, tmp_path, monkeypatch, fixture_catalog):
+    taken, said = take_ports(monkeypatch, collisions), []
+    (job,) = catalog.select(["ok"], ["cnn"])
+    try:
+        record = execution.run_job(job, tmp_path, "smoke", {"data_source": "synthetic"}, timeout=120,
+                                   show_output=False, say=said.append)
+        ports = [holder.getsockname()[1] for holder in taken]
+    finally:
+        for holder in taken:
+            holder.close()
+    log = run_folder.kernel_log_path(tmp_path, job.stem).read_text()
+    assert log.count("--- kernel start") == min(collisions + 1, execution.KERNEL_STARTS)
+    assert "Address already in use (addr='tcp://127.0.0.1:{}')".format(ports[0]) in log  # the kernel's own words
+    if collisions == 1:
+        assert record["status"] == "ok" and record["kernel_starts"] == 2
+        assert record["kernel_start_errors"] == [
+            "zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:{}')".format(ports[0])]
+        assert len(said) == 1 and "starting it again" in said[0]
+        assert "kernel started 2 times (the first died: zmq.error.ZMQError: Address already in use" in \
+            execution.starts_note(record)
+    else:
+        assert record["status"] == "failed" and record["kernel_starts"] == 3
+        assert record["error"].startswith("kernel failed to start 3 times: 1) zmq.error.ZMQError: Address already in use")
+        for number, port in enumerate(ports, 1):
+            assert "{}) zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:{}')".format(number, port) \
+                in record["error"]
+
+
+def test_machine_dies(tmp_path):
+    """Two machines of one notebook (tests/fixtures/Machines_CNN.ipynb): machine 1 dies as it starts, machine 0
+    waits for it as a framework's rendezvous would, for ever; the run ends within seconds, not at the 600 s limit,
+    with both outcomes and their reasons."""
+    kernel = catalog.ENVIRONMENTS["runner"].kernel_name
+
+    def machine(rank):
+        def run(together):
+            folder = tmp_path / "machine-{}".format(rank)
+            folder.mkdir()
+            return execution.run_notebook(FIXTURES / "Machines_CNN.ipynb", folder / "Machines_CNN.ipynb", kernel,
+                                          {"profile": "smoke", "machine_rank": rank}, folder, timeout=600,
+                                          show_output=False, together=together, name="machine {}".format(rank))
+        return run
+
+    started = time.monotonic()
+    first, second = execution.run_together([machine(0), machine(1)])
+    assert time.monotonic() - started < 30
+    assert (second.status, first.status) == ("failed", "failed")
+    assert second.error.startswith("kernel died (exit status 9)") and second.error.endswith("(machine 1 failed first)")
+    assert first.error.startswith("stopped because machine 1 failed first (kernel died (exit status 9)")
+    assert not execution.kernels()
+    assert "machine 0 waits for machine 1" in (tmp_path / "machine-0" / "Machines_CNN.ipynb").read_text()

@@ -77,19 +77,35 @@ def start_weights(path):
     return weights.save_weights(str(path), TASK, params(), start)
 
 
-def take_steps(job, folder, init, threads, overrides, **parameters):
+def take_steps(job, folder, init, threads, overrides, together=None, **parameters):
     """Run the job's notebook for the check's steps from the weights file `init` in `folder` (created); return its record and
-    the path of the weights it exported. StepError if it did not finish."""
+    the path of the weights it exported. StepError if it did not finish. `together`: an execution.Together of the
+    machines this one runs with (its machine_rank names it)."""
     folder = folder.resolve()  # the notebook runs in another folder
     folder.mkdir(parents=True)
     exported = folder / "weights.npz"
     parameters.update({"data_source": "synthetic", "device": "cpu", "threads": threads, "seed": 0,
                        "overrides": dict(CHECK_STEPS, **overrides), "init_weights": str(Path(init).resolve()),
                        "export_weights": str(exported)})
-    record = execution.run_job(job, folder, "smoke", parameters, timeout=600, show_output=False)
+    name = "machine {}".format(parameters.get("machine_rank", 0))
+    record = execution.run_job(job, folder, "smoke", parameters, timeout=600, show_output=False, together=together,
+                               name=name)
     if record["status"] != "ok":
         raise StepError("{} {}: {}".format(job.stem, record["status"], record["error"]), record["status"])
     return record, exported
+
+
+def take_steps_on_machines(job, folder, init, threads, overrides, coordinator):
+    """Run the job's notebook at once as the machines of one data-parallel run, machine k in folder/machine-k with
+    overrides[k] and `coordinator`; return [(record, weights) or the StepError of each machine]. The first machine
+    that does not finish stops the others at once (execution.Together): its error says it failed first, theirs that
+    they were stopped because of it."""
+    def machine(rank):
+        return lambda together: take_steps(job, folder / "machine-{}".format(rank), init, threads,
+                                           dict(overrides[rank], machines=len(overrides)), together=together,
+                                           machine_rank=rank, coordinator=coordinator)
+
+    return execution.run_together([machine(rank) for rank in range(len(overrides))])
 
 
 def load(path):

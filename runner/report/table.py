@@ -69,9 +69,18 @@ def with_rounds(records, later):
                                           for number in sorted(by_round)]
         probes = [record.get("machine_probe")] + [by_round[number].get(row_identity(record), {}).get("machine_probe")
                                                   for number in sorted(by_round)]
+        found = [record] + [by_round[number].get(row_identity(record)) for number in sorted(by_round)]
         kept.append(dict(record, rounds=rounds, round_headlines=[f for f in figures if f is not None],
-                         round_probes=[p for p in probes if p]))
+                         round_probes=[p for p in probes if p],
+                         round_watch=[round_watch(number, r) for number, r in zip([1] + sorted(by_round), found) if r]))
     return kept
+
+
+def round_watch(number, record):
+    """What the table names of round `number`'s record: its machine probe, headline figure and takes (a round the
+    machine watch found disturbed and the run ran again: runner/run/batch.py run_disturbed_again)."""
+    return {"round": number, "probe": record.get("machine_probe"), "figure": headline_of(record),
+            "takes": record.get("takes")}
 
 
 def load_records(run_dir):
@@ -284,6 +293,7 @@ FIELDS = (
     Field("vs_best_verdict"),
     Field("machine_slowdown"),  # how much slower the machine probe ran around this row than at its run's fastest
     Field("others_cores"),  # how many cores other programs kept busy while this row ran (judge_machine)
+    Field("disturbed_rounds"),  # with rounds: each round the machine watch found disturbed, and its take again
 )
 
 
@@ -325,10 +335,8 @@ def judge_rounds(rows):
     return rows
 
 
-MACHINE_NOISE = 0.25  # a row whose machine probe ran this much slower than the run's fastest, at both ends, is flagged
-# (on this project's 2-core VM a quiet run's notebooks read at most 11% slower, 60 quiet probes 19%: docs/measurements.md)
-OTHERS_BUSY_CORES = 0.25  # a row during which other programs kept more cores than this busy, on average, is flagged
-PROBE_KEYS = ("python_s", "numpy_s")
+MACHINE_NOISE, OTHERS_BUSY_CORES = run_folder.MACHINE_NOISE, run_folder.OTHERS_BUSY_CORES  # a row past either is
+# flagged (the median over its rounds), and each round past either named
 
 
 def probes_of(record_or_row):
@@ -342,33 +350,51 @@ def judge_machine(rows):
     its rounds: the slowdown of a round is how much slower than the same machine's fastest probe in the run the probe
     ran at both ends of the notebook (the lesser of before and after: a machine slowed throughout, not a moment),
     the worse of the loop and the products; others_cores, how many cores other programs kept busy meanwhile."""
-    fastest = {}
-    for r in rows:
-        for probe in r["_probes"]:
-            for reading in (probe.get("before"), probe.get("after")):
-                if reading:
-                    best = fastest.setdefault(r["hardware"], {key: reading[key] for key in PROBE_KEYS})
-                    for key in PROBE_KEYS:
-                        best[key] = min(best[key], reading[key])
+    fastest = {hardware: run_folder.fastest_probe([p for r in rows if r["hardware"] == hardware for p in r["_probes"]])
+               for hardware in {r["hardware"] for r in rows}}
     for r in rows:
         if r["status"] != "ok":  # a row without figures has no timing to doubt
             continue
-        slowdowns = [max(min(probe["before"][key], probe["after"][key]) / fastest[r["hardware"]][key] - 1.0
-                         for key in PROBE_KEYS) for probe in r["_probes"] if probe.get("before") and probe.get("after")]
+        slowdowns = [run_folder.probe_slowdown(probe, fastest[r["hardware"]]) for probe in r["_probes"]]
+        slowdowns = [slowdown for slowdown in slowdowns if slowdown is not None]
         busy = [probe["others_cores"] for probe in r["_probes"] if probe.get("others_cores") is not None]
         r["machine_slowdown"] = statistics.median(slowdowns) if slowdowns else None
         r["others_cores"] = statistics.median(busy) if busy else None
+        r["disturbed_rounds"] = disturbed_rounds_text(r["_rounds"], fastest[r["hardware"]], tasks.get(r["task"]))
     return rows
+
+
+def disturbed_rounds_text(rounds, fastest, task):
+    """The rounds of a repeated row that the machine watch found disturbed (run_folder.disturbance), each with its
+    figure and, where the run ran it again, the take's; None where there is none."""
+    def figure(metrics):
+        return number((metrics or {}).get(task.headline[0]), task.digits)
+
+    said = []
+    for entry in rounds:
+        takes = entry["takes"]
+        if takes:
+            said.append("round {}: {}, {}; run again at the end of the run: {}, {}; take {} used".format(
+                entry["round"], takes[0]["disturbed"] or "undisturbed", figure(takes[0]["metrics"]),
+                takes[1]["disturbed"] or "undisturbed", figure(takes[1]["metrics"]) or takes[1]["status"],
+                1 if takes[0]["used"] else 2))
+            continue
+        words = run_folder.disturbance(entry["probe"], fastest)[1]
+        if words:
+            said.append("round {}: {}, {}".format(entry["round"], words, number(entry["figure"], task.digits)))
+    return "; ".join(said) or None
 
 
 def machine_note(records):
     """The machine's readings over a run (the probe's fastest and slowest timings, the most cores other programs
     kept busy during a notebook), None where no row has them."""
-    probes = [probe for record in records for probe in probes_of(record)]
+    probes = [probe for record in records for probe in probes_of(record)] + [  # and those of takes not used
+        take["machine_probe"] for record in records for entry in record.get("round_watch") or []
+        for take in entry["takes"] or [] if not take["used"] and take["machine_probe"]]
     readings = [reading for probe in probes for reading in (probe.get("before"), probe.get("after")) if reading]
     if not readings:
         return None
-    python, numpy = [[reading[key] * 1000 for reading in readings] for key in PROBE_KEYS]
+    python, numpy = [[reading[key] * 1000 for reading in readings] for key in run_folder.PROBE_KEYS]
     busy = [probe["others_cores"] for probe in probes if probe.get("others_cores") is not None]
     return ("Machine watch (runner/run/machine_probe.py): a fixed pure-Python loop and NumPy products on one core "
             "before and after every notebook, {} probes, the loop {:.1f} to {:.1f} ms, the products {:.1f} to {:.1f} "
@@ -386,6 +412,7 @@ def row_with_samples(record):
     r = row(record)
     r["_samples"] = record.get("round_headlines") if r["headline_n"] else None
     r["_probes"] = probes_of(record)
+    r["_rounds"] = record.get("round_watch") or []  # a run of one round names its row (machine_slowdown) instead
     return r
 
 
@@ -393,8 +420,8 @@ def judged_rows(records):
     """The flat rows of records with the judgements made over the whole run: rounds against the best, the machine."""
     rows = judge_machine(judge_rounds([row_with_samples(r) for r in records]))
     for r in rows:
-        r.pop("_samples", None)
-        r.pop("_probes", None)
+        for key in ("_samples", "_probes", "_rounds"):
+            r.pop(key, None)
     return rows
 
 
@@ -623,6 +650,9 @@ def row_notes(rows):
                          "the run's fastest).".format(label(r), 100 * r["machine_slowdown"]))
         if (r.get("others_cores") or 0) > OTHERS_BUSY_CORES:
             lines.append("{}: other programs kept {:.1f} cores busy during this row.".format(label(r), r["others_cores"]))
+        if r.get("disturbed_rounds"):
+            lines.append("{}, rounds the machine watch found disturbed ({}): {}.".format(
+                label(r), tasks.get(r["task"]).headline[1], r["disturbed_rounds"]))
         if r["gpu_unused"]:
             lines.append("{}: {}.".format(label(r), r["gpu_unused"]))
         if (r["build"] or "").startswith("adopted"):

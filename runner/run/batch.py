@@ -337,6 +337,8 @@ def execute(settings, stopped_by):
                                             show_output=not settings.quiet, started=started, stop_name=stop_name,
                                             watch=machine_probe.watching)
             executor.run(runnable, run_dir)
+            if settings.repeat > 1:
+                run_disturbed_again(executor, runnable, run_dir)
         write_rows_not_run(settings, run_dir)
     except NotConnected as error:  # nothing ran: a new run leaves no folder (a resumed one stays)
         if made:
@@ -359,6 +361,72 @@ def execute(settings, stopped_by):
               "the run.".format(stop_name(), run_dir))
     runnable = [job for job in settings.jobs if job.variant.env not in unavailable]
     return Executed(run_dir, list(settings.jobs), runnable, lacked, kind_runs, interrupted, started, settings.repeat)
+
+
+def disturbed_rounds(jobs, run_dir):
+    """The machine probes of every finished round of `jobs` (each job in its round), and [(job, its record, words)]
+    of those that finished while the machine watch crossed a threshold (run_folder.disturbance, against the run's
+    fastest probe) and were not already run again."""
+    found = {}
+    for job in jobs:
+        try:
+            found[job] = results.read_result(str(run_folder.record_path(run_folder.round_folder(run_dir, job.round),
+                                                                        job.stem)))
+        except (OSError, ValueError):
+            continue
+    probes = [record.get("machine_probe") for record in found.values()]
+    fastest = run_folder.fastest_probe(probes)
+    disturbed = []
+    for job, record in found.items():
+        words = run_folder.disturbance(record.get("machine_probe"), fastest)[1]
+        if words and record.get("status") == "ok" and not record.get("takes"):
+            disturbed.append((job, record, words))
+    return probes, disturbed
+
+
+def run_disturbed_again(executor, jobs, run_dir, say=print):
+    """At the end of a repeated run, run once more each round of `jobs` that the machine watch found disturbed, and
+    keep the take that was disturbed less (run_folder.disturbance): its record and notebook where the round's are,
+    both takes' watch and figures in its record's 'takes', the other take's notebook in the round's DISTURBED_DIR."""
+    probes, again = disturbed_rounds(jobs, run_dir)
+    if not again:
+        return
+    say("[again] {} round{} the machine watch found disturbed, run once more: {}".format(
+        len(again), "" if len(again) == 1 else "s", "; ".join("{} ({})".format(job.progress_name, words)
+                                                              for job, _, words in again)))
+    for job, first, _ in again:
+        folder = run_folder.round_folder(run_dir, job.round)
+        notebook, aside = folder / (job.stem + ".ipynb"), folder / run_folder.DISTURBED_DIR / (job.stem + ".ipynb")
+        aside.parent.mkdir(exist_ok=True)
+        if notebook.exists():
+            os.replace(str(notebook), str(aside))
+        try:
+            (second,) = executor.run([job], run_dir)
+        except KeyboardInterrupt:  # the first take stays the round's
+            if aside.exists():
+                os.replace(str(aside), str(notebook))
+            results.write_result(str(run_folder.record_path(folder, job.stem)), first, first["status"])
+            raise
+        probes.append(second.get("machine_probe"))
+        fastest = run_folder.fastest_probe(probes)
+        takes = []
+        for record in (first, second):
+            score, words = run_folder.disturbance(record.get("machine_probe"), fastest)
+            takes.append({"status": record["status"], "disturbed": words, "score": score,
+                          "metrics": record.get("metrics"), "machine_probe": record.get("machine_probe")})
+        used = 2 if second["status"] == "ok" and takes[1]["score"] < takes[0]["score"] else 1
+        for number, take in enumerate(takes, 1):
+            take["used"] = number == used
+            del take["score"]
+        if used == 1:  # the first take stays: its notebook back, the second's aside
+            if notebook.exists():
+                os.replace(str(notebook), str(aside.with_name(job.stem + ".again.ipynb")))
+            if aside.exists():
+                os.replace(str(aside), str(notebook))
+        kept = dict(first if used == 1 else second, takes=takes)
+        results.write_result(str(run_folder.record_path(folder, job.stem)), kept, kept["status"])
+        say("[again] {}: take {} used ({})".format(job.progress_name, used,
+                                                   takes[used - 1]["disturbed"] or "undisturbed"))
 
 
 def write_rows_not_run(settings, run_dir):

@@ -5,6 +5,7 @@ notebook that writes no record of its own (it failed, timed out or its kernel di
 the runner with the status and the first line of the error.
 """
 
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -68,21 +69,44 @@ def kernel_environ(environ):
 
 
 class WatchedKernelManager(AsyncKernelManager):
-    """papermill's kernel manager, which starts its kernel without the cluster's secrets (kernel_environ) and watches
-    its process: how it ended (exit status or signal) and the most memory it held (`latest`, for the row of a kernel
-    that died; one notebook at a time per process)."""
+    """papermill's kernel manager, which starts its kernel without the cluster's secrets (kernel_environ), with its
+    process's own stdout and stderr in a log file (`log_path`: what libraries print below Python, such as TensorFlow's
+    C++ log, stays off the console), and watches its process: how it ended (exit status or signal) and the most memory
+    it held (`watch`). run_notebook makes a subclass of it for each notebook (for_notebook), so that notebooks run at
+    once from several threads (the machines of a data-parallel run) each watch their own kernel."""
 
-    latest = {}
+    watch = None  # {"process", "exit", "peak_kb"} of this notebook's kernel
+    log_path = None
     stop = None  # the running run's stop (kernels_ended_on), set once a signal stops it
+
+    @classmethod
+    def for_notebook(cls, log_path):
+        """A subclass for one notebook, its kernel's output going to `log_path`."""
+        return type(cls.__name__, (cls,), {"watch": {"process": None, "exit": None, "peak_kb": None},
+                                           "log_path": log_path})
 
     async def _async_pre_start_kernel(self, **kw):
         kw["env"] = kernel_environ(kw.get("env", os.environ))
         return await super()._async_pre_start_kernel(**kw)
 
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        if self.log_path is None:
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+        else:
+            Path(self.log_path).parent.mkdir(parents=True, exist_ok=True)
+            with open(str(self.log_path), "ab") as log:  # the kernel keeps its own copy of the descriptor
+                log.write("--- kernel start, ports {} ---\n".format(",".join(str(port) for port in (
+                    self.shell_port, self.iopub_port, self.stdin_port, self.control_port, self.hb_port))).encode())
+                log.flush()
+                await super()._async_launch_kernel(kernel_cmd, **dict(kw, stdout=log, stderr=log))
+        if self.watch is not None:  # a kernel that is still starting can be stopped too (_stopped_with)
+            self.watch["process"] = getattr(self.provisioner, "process", None)
+
     async def _async_post_start_kernel(self, **kw):
         await super()._async_post_start_kernel(**kw)
         process = getattr(self.provisioner, "process", None)
-        WatchedKernelManager.latest = watch = {"exit": None, "peak_kb": None}
+        watch = self.watch if self.watch is not None else {"exit": None, "peak_kb": None}
+        watch["process"] = process
         if process is not None:
             threading.Thread(target=_watch, args=(process, watch), daemon=True).start()
 
@@ -132,14 +156,8 @@ def end_kernels():
     stop)."""
     ended = []
     for pid in kernels():
-        try:
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, signal.SIGKILL)
-            else:
-                os.kill(pid, signal.SIGKILL)
+        if _kill_group(pid):
             ended.append(pid)
-        except OSError:  # it ended meanwhile
-            continue
     return ended
 
 
@@ -209,25 +227,163 @@ def dead_kernel_reason(watch, oom_kills_before, error):
 
 
 PARTIAL_DIR = ".partial"  # where an executed notebook is written while it runs, beside the folder it lands in
+KERNEL_STARTS = 3  # a kernel that dies before it replies to kernel_info ran nothing of the notebook: it is started
+# again, with fresh ports, until this many starts in all (another process can take a port that jupyter_client chose
+# before the kernel binds it: zmq's "Address already in use")
+START_DIED = "Kernel died before replying to kernel_info"  # jupyter_client's words for such a start
+START_FAILED = "start failed"  # _execute's status for it
 
 
-def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout, show_output=True):
-    """Execute a notebook; return (status, error) where status is 'ok', 'failed' or 'timeout'.
+class Outcome:
+    """How one notebook's run ended: its status ('ok', 'failed', 'timeout', 'unsupported'), the first line of its
+    error (None where it ran), and the reasons of the kernel starts that failed (an ok row may have some: they were
+    started again)."""
+
+    def __init__(self, status, error=None, failed_starts=()):
+        self.status, self.error, self.failed_starts = status, error, tuple(failed_starts)
+
+    def __iter__(self):  # status, error = outcome
+        return iter((self.status, self.error))
+
+    @property
+    def kernel_starts(self):
+        """How many kernels were started for the notebook."""
+        return len(self.failed_starts) + (0 if len(self.failed_starts) == KERNEL_STARTS else 1)
+
+    def record_fields(self):
+        """What the record says of the starts where there were several: kernel_starts and each failed start's
+        reason ({} after one start)."""
+        if self.kernel_starts == 1:
+            return {}
+        return {"kernel_starts": self.kernel_starts, "kernel_start_errors": list(self.failed_starts)}
+
+
+def starts_note(record):
+    """The progress line's words for a record whose kernel was started several times ('' after one start)."""
+    starts = record.get("kernel_starts") or 1
+    if starts == 1:
+        return ""
+    return "; kernel started {} times (the first died: {})".format(starts, record["kernel_start_errors"][0])
+
+
+class Together:
+    """Notebooks run at once as the machines of one run (a data-parallel notebook on several machines): the first whose
+    notebook fails or is refused stops the others at once, which would otherwise wait for it until their time limit.
+    Each run_notebook of the group gets it with its own name ('machine 1')."""
+
+    def __init__(self):
+        self.failed = threading.Event()
+        self.first = None  # (name, error) of the first notebook that did not finish
+        self._lock = threading.Lock()
+
+    def fail(self, name, error):
+        """Say that notebook `name` ended without finishing, with `error`; the first one said is kept."""
+        with self._lock:
+            if self.first is None:
+                self.first = (name, error)
+        self.failed.set()
+
+    def outcome(self, name, status, error):
+        """(status, error) of notebook `name`, which ended with `status` and `error`: a notebook that did not finish
+        says it failed first, or that another did and stopped it."""
+        if status == "ok":
+            return status, error
+        self.fail(name, error)
+        first, why = self.first
+        if first == name:
+            return status, "{} ({} failed first)".format(error, name)
+        return "failed", "stopped because {} failed first ({})".format(first, why)
+
+
+def run_together(calls):
+    """Call each of `calls` (call(together)) at once, each in a thread of its own, with one Together: the machines of
+    one notebook, each running its notebook with it, so that the first that does not finish stops the others. Return
+    what each returned or raised, in order."""
+    together = Together()
+    with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
+        running = [pool.submit(call, together) for call in calls]
+        concurrent.futures.wait(running)
+    return [future.exception() or future.result() for future in running]
+
+
+@contextlib.contextmanager
+def _stopped_with(together, watching, every_s=0.1):
+    """While it lasts: once `together` fails (another machine's notebook ended without finishing), kill the kernel
+    that `watching()` names ({"process"}), with its process group, and any kernel started after it. Nothing to do
+    without `together`."""
+    if together is None:
+        yield
+        return
+    finished = threading.Event()
+
+    def stop():
+        while not finished.wait(every_s):
+            process = (watching() or {}).get("process")
+            if together.failed.is_set() and process is not None and process.poll() is None:
+                _kill_group(process.pid)
+
+    stopper = threading.Thread(target=stop, name="partner stop", daemon=True)
+    stopper.start()
+    try:
+        yield
+    finally:
+        finished.set()
+        stopper.join()
+
+
+def _kill_group(pid):
+    """SIGKILL process `pid`, with its process group where it leads one (a kernel does: what it started goes too);
+    False where it had ended."""
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+        return True
+    except OSError:  # it ended meanwhile
+        return False
+
+
+def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout, show_output=True, together=None,
+                 name=None, say=None):
+    """Execute a notebook; return its Outcome (status, error = outcome), the status 'ok', 'failed', 'timeout' or
+    'unsupported'.
 
     `timeout` bounds the whole notebook: each cell may use only what is left of it. The executed notebook is saved
     after every cell into PARTIAL_DIR beside `output_path`, and moved to `output_path` at the end if it is whole (a
-    notebook cut short by a full disk is dropped, never left half-written among the results).
+    notebook cut short by a full disk is dropped, never left half-written among the results). The kernel's own
+    output goes to its log (run_folder.kernel_log_path); a kernel that dies before it replies to kernel_info is
+    started again, up to KERNEL_STARTS starts, each said by `say`. With `together` (a Together), the notebook is one
+    machine of several, named `name`: the first of them that does not finish stops the others.
     """
     environments.use_project_kernels()
     if show_output:
         _install_log_handler()
     deadline = time.monotonic() + timeout
-    WatchedKernelManager.latest, kills_before = {}, oom_kills()
+    kills_before = oom_kills()
     partial = Path(output_path).parent / PARTIAL_DIR / Path(output_path).name
     partial.parent.mkdir(exist_ok=True)
+    log_path = run_folder.kernel_log_path(Path(output_path).parent, Path(output_path).stem)
+    failed_starts, current = [], {"manager": None}
     try:
-        status, error = _execute(input_path, partial, kernel_name, parameters, cwd, timeout, show_output, deadline,
-                                 kills_before)
+        with _stopped_with(together, lambda: current["manager"] and current["manager"].watch):
+            while True:
+                current["manager"] = manager = WatchedKernelManager.for_notebook(log_path)
+                status, error = _execute(input_path, partial, kernel_name, parameters, cwd, timeout, show_output,
+                                         deadline, kills_before, manager)
+                stopped = together is not None and together.failed.is_set()
+                if status != START_FAILED or stopped or len(failed_starts) + 1 == KERNEL_STARTS:
+                    break
+                failed_starts.append(error)
+                if say:
+                    say("{}'s kernel died as it started ({}): starting it again".format(name or Path(output_path).stem,
+                                                                                     error))
+        if status == START_FAILED:
+            failed_starts.append(error)
+            status, error = "failed", "kernel failed to start {} times: {}".format(len(failed_starts), "; ".join(
+                "{}) {}".format(number, why) for number, why in enumerate(failed_starts, 1)))
+        if together is not None:
+            status, error = together.outcome(name, status, error)
         stop = WatchedKernelManager.stop
         if stop is not None and stop.is_set():  # a signal came; its KeyboardInterrupt did not reach this far
             raise KeyboardInterrupt
@@ -235,11 +391,24 @@ def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout,
         _land(partial, Path(output_path))
     if status == "timeout":
         _note_in_notebook(output_path, "The runner stopped this notebook: it ran past its {} s limit.".format(timeout))
-    return status, error
+    return Outcome(status, error, failed_starts)
 
 
-def _execute(input_path, output_path, kernel_name, parameters, cwd, timeout, show_output, deadline, kills_before):
-    """papermill's run of one notebook, its outcome as (status, error)."""
+def kernel_log_error(log_path):
+    """The last line of the latest start's part of a kernel's log that names an error ('' where none does)."""
+    try:
+        text = Path(log_path).read_text(errors="replace")
+    except OSError:
+        return ""
+    latest = text.rsplit("--- kernel start", 1)[-1].splitlines()[1:]
+    errors = [line.strip() for line in latest if "Error" in line or "error:" in line]
+    return errors[-1] if errors else ""
+
+
+def _execute(input_path, output_path, kernel_name, parameters, cwd, timeout, show_output, deadline, kills_before,
+             manager):
+    """papermill's run of one notebook on a kernel of `manager` (a WatchedKernelManager.for_notebook), its outcome as
+    (status, error); START_FAILED where the kernel died before it replied to kernel_info."""
     try:
         papermill.execute_notebook(  # the kernel starts in `cwd` (nbclient's resources), this process stays where it is:
             # papermill's own cwd= would chdir the whole process, and two notebooks started at once from two threads
@@ -248,7 +417,7 @@ def _execute(input_path, output_path, kernel_name, parameters, cwd, timeout, sho
             resources={"metadata": {"path": str(Path(cwd).resolve())}},
             log_output=show_output, progress_bar=False, start_timeout=120, request_save_on_cell_execute=True,
             execution_timeout=timeout, timeout_func=lambda cell: max(1, int(deadline - time.monotonic())),
-            kernel_manager_class=WatchedKernelManager,
+            kernel_manager_class=manager,
         )
         return "ok", None
     except papermill.PapermillExecutionError as error:
@@ -261,8 +430,12 @@ def _execute(input_path, output_path, kernel_name, parameters, cwd, timeout, sho
     except CellTimeoutError:
         return "timeout", "stopped after {} s (the notebook's time limit)".format(timeout)
     except DeadKernelError as error:
-        return "failed", dead_kernel_reason(WatchedKernelManager.latest, kills_before, error)
+        reason = dead_kernel_reason(manager.watch, kills_before, error)
+        said = kernel_log_error(manager.log_path)
+        return "failed", reason + ("; its log: " + said if said else "")
     except Exception as error:  # noqa: BLE001 - any other failure becomes this notebook's row, the run goes on
+        if isinstance(error, RuntimeError) and START_DIED in str(error):
+            return START_FAILED, kernel_log_error(manager.log_path) or results.first_line(str(error))
         return "failed", "{}: {}".format(type(error).__name__, results.first_line(str(error)))
 
 
@@ -344,20 +517,23 @@ def notebook_parameters(job, profile, parameters, record_path):
     return params
 
 
-def run_job(job, run_dir, profile, parameters, timeout, show_output=True, watch=None):
+def run_job(job, run_dir, profile, parameters, timeout, show_output=True, watch=None, together=None, name=None,
+            say=None):
     """Run one catalog job into `run_dir`; return its result record (the notebook's own, or a failure record).
     `watch`: what starts the machine's watch over the notebook (runner/run/machine_probe.py watching), its readings
-    kept in the record."""
+    kept in the record; `together`, `name`, `say`: as run_notebook's."""
     output = run_dir / (job.stem + ".ipynb")
     record_path = run_folder.record_path(run_dir, job.stem)
     watched = watch() if watch else None
     started = time.time()
-    status, error = run_notebook(job.notebook, output, job.environment.kernel_name,
-                                 notebook_parameters(job, profile, parameters, record_path), run_dir, timeout,
-                                 show_output)
+    outcome = run_notebook(job.notebook, output, job.environment.kernel_name,
+                           notebook_parameters(job, profile, parameters, record_path), run_dir, timeout, show_output,
+                           together=together, name=name, say=say)
     elapsed = round(time.time() - started, 3)
-    extra = {"machine_probe": watched.ended(kernels_ended)} if watched else None
-    return finish_record(job, run_dir, profile, status, error, elapsed, extra=extra)
+    extra = dict(outcome.record_fields())
+    if watched:
+        extra["machine_probe"] = watched.ended(kernels_ended)
+    return finish_record(job, run_dir, profile, outcome.status, outcome.error, elapsed, extra=extra)
 
 
 def finish_record(job, run_dir, profile, status, error, elapsed, extra=None):

@@ -40,13 +40,13 @@ class Sequential:
                 self.running, started = job, time.time()
                 record = execution.run_job(job, run_folder.round_folder(run_dir, job.round), self.profile,
                                            self.parameters_of(job), self.timeout, show_output=self.show_output,
-                                           watch=self.watch)
+                                           watch=self.watch, say=lambda line: print("    " + line, flush=True))
                 self.running = None
                 records.append(record)
                 outcome = results.summary_line(record) if record["status"] == "ok" else record["error"]
                 print("[{}/{} {}] {}: {} after {:.0f} s; {}".format(
                     number, len(jobs), clock(time.time() - self.started), job.progress_name, record["status"].upper(),
-                    record.get("duration_s") or 0, outcome))
+                    record.get("duration_s") or 0, outcome + execution.starts_note(record)))
         except KeyboardInterrupt:
             execution.end_kernels()  # the running notebook's kernel, also one papermill was still starting
             if self.running is not None:

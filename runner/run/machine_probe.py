@@ -4,7 +4,10 @@ the table (runner/report/table.py) instead of being read as the framework's spee
 
 Two readings, kept in each record as {"machine_probe": {"before": speed(), "after": speed(), "others_cores": x}}:
 - the probe, before and after the notebook: fixed work on one core, a pure-Python loop (the interpreter: what a
-  notebook's Python between kernels costs) and small NumPy products (96x96 float64, which BLAS runs on one thread),
+  notebook's Python between kernels costs) and small NumPy products (96x96 float64, with BLAS held to one thread:
+  OpenBLAS's Haswell kernels, which machines that set OPENBLAS_CORETYPE=Haswell run, split such a product over two
+  threads, and the product then took 7.7 ms or 13.5 ms at random, as the second thread got a core at once or not;
+  on one thread it takes 12.3 to 13.0 ms there, and its SkylakeX kernels run it on one thread anyway, 5.8 ms),
   each timed SAMPLES times in short interleaved pieces and reported as the best piece scaled to the whole work, in
   seconds (lower is faster). The best of many short pieces is what the machine gave at its quietest over the probe;
   a moment's interruption does not count, a machine slowed throughout does. Before the pieces the loop runs
@@ -52,8 +55,14 @@ def speed():
     """{'python_s', 'numpy_s', 'at'}: the fixed work's time at the machine's best now (lower is faster), and when,
     after WARM_UP_S of untimed work."""
     import numpy
+    from threadpoolctl import threadpool_limits
 
-    matrix = numpy.random.default_rng(0).standard_normal((SIZE, SIZE))
+    with threadpool_limits(limits=1, user_api="blas"):  # one core's work, on every BLAS and core type
+        return _timed_pieces(numpy.random.default_rng(0).standard_normal((SIZE, SIZE)))
+
+
+def _timed_pieces(matrix):
+    """speed()'s timings: the loop and the products of `matrix`, each the best of SAMPLES interleaved pieces."""
     python_piece, products_piece = PYTHON_ITERATIONS // SAMPLES, PRODUCTS // SAMPLES
 
     def products():

@@ -589,12 +589,14 @@ def run_on_node(spec, placements):
             from common import datasets
             datasets.download(datasets.REMOTE_FILES[dataset])
         watched = machine_probe.watching()
-        status, error = execution.run_notebook(catalog.REPO / spec["notebook"], output, spec["kernel"], parameters,
-                                               work, spec["timeout"], show_output=False)
-        return {"status": status, "error": error, "elapsed": round(time.time() - started, 3), "ceiling": node_ceiling,
-                "code": spec["code"],
+        outcome = execution.run_notebook(catalog.REPO / spec["notebook"], output, spec["kernel"], parameters, work,
+                                         spec["timeout"], show_output=False)
+        kernel_log = run_folder.kernel_log_path(work, output.stem)
+        return {"status": outcome.status, "error": outcome.error, "elapsed": round(time.time() - started, 3),
+                "ceiling": node_ceiling, "code": spec["code"], "starts": outcome.record_fields(),
                 "machine_probe": watched.ended(execution.kernels_ended),
                 "notebook": output.read_bytes() if output.exists() else None,
+                "kernel_log": kernel_log.read_bytes() if kernel_log.exists() else None,
                 "record": record_path.read_text() if record_path.exists() else None,
                 "placement": {"host": socket.gethostname(), "node_ip": this.get("NodeManagerAddress"),
                               "node_id": node[:12], "gpu_ids": gpu_ids, "gpus": gpu_names(gpu_ids),
@@ -617,13 +619,18 @@ def land(job, run_dir, profile, answer):
 
     if answer["notebook"] is not None:
         write_whole(run_dir / (job.stem + ".ipynb"), answer["notebook"])
+    if answer.get("kernel_log") is not None:
+        log = run_folder.kernel_log_path(run_dir, job.stem)
+        log.parent.mkdir(exist_ok=True)
+        write_whole(log, answer["kernel_log"])
     record_path = run_folder.record_path(run_dir, job.stem)
     if answer["record"] is not None:
         write_whole(record_path, answer["record"])
     elif record_path.exists():
         record_path.unlink()  # an earlier attempt's (a resumed run's failed row): this attempt left none
     extra = {"placement": answer["placement"], "machine_probe": answer.get("machine_probe"),
-             "code_fingerprint": answer.get("code")}  # the run's code, which the node's matched (bootstrap)
+             "code_fingerprint": answer.get("code"), **answer.get("starts", {})}  # the run's code, which the node's
+    # matched (bootstrap); the kernel's starts where there were several
     if answer.get("ceiling"):  # the node's own (run_folder.ceiling_for prefers it to the run folder's)
         extra["node_ceiling"] = answer["ceiling"]
     return execution.finish_record(job, run_dir, profile, answer["status"], answer["error"], answer["elapsed"], extra=extra)
@@ -708,7 +715,8 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
                     len(records), len(entries), clock(), named(job, kind), record["status"].upper(),
                     record.get("duration_s") or 0, where.get("node_ip", "?"),
                     " GPU " + ",".join(map(str, where["gpu_ids"])) if where.get("gpu_ids") else "",
-                    " (attempt {})".format(where["attempt"]) if where.get("attempt", 1) > 1 else "", outcome))
+                    " (attempt {})".format(where["attempt"]) if where.get("attempt", 1) > 1 else "",
+                    outcome + execution.starts_note(record)))
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP (`stop_name()` says which)
         running = set(ray.get(placements.now.remote(), timeout=10))
         why = "interrupted ({}) after {{:.0f}} s".format(stop_name())
