@@ -242,9 +242,6 @@ class Outcome:
     def __init__(self, status, error=None, failed_starts=()):
         self.status, self.error, self.failed_starts = status, error, tuple(failed_starts)
 
-    def __iter__(self):  # status, error = outcome
-        return iter((self.status, self.error))
-
     @property
     def kernel_starts(self):
         """How many kernels were started for the notebook."""
@@ -346,8 +343,7 @@ def _kill_group(pid):
 
 def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout, show_output=True, together=None,
                  name=None, say=None):
-    """Execute a notebook; return its Outcome (status, error = outcome), the status 'ok', 'failed', 'timeout' or
-    'unsupported'.
+    """Execute a notebook; return its Outcome, whose status is 'ok', 'failed', 'timeout' or 'unsupported'.
 
     `timeout` bounds the whole notebook: each cell may use only what is left of it. The executed notebook is saved
     after every cell into PARTIAL_DIR beside `output_path`, and moved to `output_path` at the end if it is whole (a
