@@ -7,7 +7,7 @@ Two readings, kept in each record as {"machine_probe": {"before": speed(), "afte
   notebook's Python between kernels costs) and small NumPy products (96x96 float64, with BLAS held to one thread:
   OpenBLAS's Haswell kernels, which machines that set OPENBLAS_CORETYPE=Haswell run, split such a product over two
   threads, and the product then took 7.7 ms or 13.5 ms at random, as the second thread got a core at once or not;
-  on one thread it takes 12.3 to 13.0 ms there, and its SkylakeX kernels run it on one thread anyway, 5.8 ms),
+  on one thread it takes 12.3 to 13.1 ms there, and its SkylakeX kernels run it on one thread anyway, 5.8 ms),
   each timed SAMPLES times in short interleaved pieces and reported as the best piece scaled to the whole work, in
   seconds (lower is faster). The best of many short pieces is what the machine gave at its quietest over the probe;
   a moment's interruption does not count, a machine slowed throughout does. Before the pieces the loop runs
