@@ -80,8 +80,9 @@ def probe_slowdown(probe, fastest):
 
 
 def disturbance(probe, fastest):
-    """How far past the thresholds a notebook's machine watch went, as a multiple of the nearer threshold (0 where
-    it crossed none, 2.0: twice a threshold), with its words ('other programs kept 0.74 cores busy'), or (0, None)."""
+    """How far past the thresholds a notebook's machine watch went, the larger of its multiples of the thresholds it
+    crossed (2.0: twice one of them), with its words ('other programs kept 0.74 cores busy'); (0.0, None) where it
+    crossed none."""
     slowdown, busy = probe_slowdown(probe, fastest), (probe or {}).get("others_cores")
     found = []
     if (busy or 0) > OTHERS_BUSY_CORES:

@@ -335,10 +335,6 @@ def judge_rounds(rows):
     return rows
 
 
-MACHINE_NOISE, OTHERS_BUSY_CORES = run_folder.MACHINE_NOISE, run_folder.OTHERS_BUSY_CORES  # a row past either is
-# flagged (the median over its rounds), and each round past either named
-
-
 def probes_of(record_or_row):
     """The machine probes of a record over its rounds (round_probes), or its own alone; [] where it has none."""
     found = record_or_row.get("round_probes") or [record_or_row.get("machine_probe")]
@@ -403,7 +399,7 @@ def machine_note(records):
             "busy while it ran.".format(
                 len(readings), min(python), max(python), min(numpy), max(numpy),
                 "; other programs kept up to {:.2f} cores busy during a notebook".format(max(busy)) if busy else "",
-                100 * MACHINE_NOISE, OTHERS_BUSY_CORES))
+                100 * run_folder.MACHINE_NOISE, run_folder.OTHERS_BUSY_CORES))
 
 
 def row_with_samples(record):
@@ -645,10 +641,10 @@ def row_notes(rows):
     machine was slower while it ran."""
     lines = []
     for r in rows:
-        if (r.get("machine_slowdown") or 0) > MACHINE_NOISE:
+        if (r.get("machine_slowdown") or 0) > run_folder.MACHINE_NOISE:
             lines.append("{}: machine {:.0f}% slower during this row (its probe before and after the notebook, against "
                          "the run's fastest).".format(label(r), 100 * r["machine_slowdown"]))
-        if (r.get("others_cores") or 0) > OTHERS_BUSY_CORES:
+        if (r.get("others_cores") or 0) > run_folder.OTHERS_BUSY_CORES:
             lines.append("{}: other programs kept {:.1f} cores busy during this row.".format(label(r), r["others_cores"]))
         if r.get("disturbed_rounds"):
             lines.append("{}, rounds the machine watch found disturbed ({}): {}.".format(

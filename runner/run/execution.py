@@ -54,6 +54,7 @@ def _install_log_handler():
     logger.propagate = False
 
 
+KERNEL_LOG_START = "--- kernel start"  # begins each start's part of a kernel's log (run_folder.kernel_log_path)
 # What a kernel does not inherit from the runner: a Ray cluster's token and address, which notebooks never need
 HIDDEN_FROM_KERNELS = ("RAY_", "ROSETTA_RAY_")
 
@@ -95,7 +96,7 @@ class WatchedKernelManager(AsyncKernelManager):
         else:
             Path(self.log_path).parent.mkdir(parents=True, exist_ok=True)
             with open(str(self.log_path), "ab") as log:  # the kernel keeps its own copy of the descriptor
-                log.write("--- kernel start, ports {} ---\n".format(",".join(str(port) for port in (
+                log.write("{}, ports {} ---\n".format(KERNEL_LOG_START, ",".join(str(port) for port in (
                     self.shell_port, self.iopub_port, self.stdin_port, self.control_port, self.hb_port))).encode())
                 log.flush()
                 await super()._async_launch_kernel(kernel_cmd, **dict(kw, stdout=log, stderr=log))
@@ -105,10 +106,8 @@ class WatchedKernelManager(AsyncKernelManager):
     async def _async_post_start_kernel(self, **kw):
         await super()._async_post_start_kernel(**kw)
         process = getattr(self.provisioner, "process", None)
-        watch = self.watch if self.watch is not None else {"exit": None, "peak_kb": None}
-        watch["process"] = process
-        if process is not None:
-            threading.Thread(target=_watch, args=(process, watch), daemon=True).start()
+        if process is not None and self.watch is not None:
+            threading.Thread(target=_watch, args=(process, self.watch), daemon=True).start()
 
 
 def _watch(process, watch, every_s=0.25):
@@ -239,13 +238,9 @@ class Outcome:
     error (None where it ran), and the reasons of the kernel starts that failed (an ok row may have some: they were
     started again)."""
 
-    def __init__(self, status, error=None, failed_starts=()):
+    def __init__(self, status, error=None, failed_starts=(), kernel_starts=1):
         self.status, self.error, self.failed_starts = status, error, tuple(failed_starts)
-
-    @property
-    def kernel_starts(self):
-        """How many kernels were started for the notebook."""
-        return len(self.failed_starts) + (0 if len(self.failed_starts) == KERNEL_STARTS else 1)
+        self.kernel_starts = kernel_starts  # how many kernels were started for the notebook
 
     def record_fields(self):
         """What the record says of the starts where there were several: kernel_starts and each failed start's
@@ -360,15 +355,16 @@ def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout,
     partial = Path(output_path).parent / PARTIAL_DIR / Path(output_path).name
     partial.parent.mkdir(exist_ok=True)
     log_path = run_folder.kernel_log_path(Path(output_path).parent, Path(output_path).stem)
-    failed_starts, current = [], {"manager": None}
+    failed_starts, current, starts = [], {"manager": None}, 0
     try:
         with _stopped_with(together, lambda: current["manager"] and current["manager"].watch):
             while True:
                 current["manager"] = manager = WatchedKernelManager.for_notebook(log_path)
+                starts += 1
                 status, error = _execute(input_path, partial, kernel_name, parameters, cwd, timeout, show_output,
                                          deadline, kills_before, manager)
                 stopped = together is not None and together.failed.is_set()
-                if status != START_FAILED or stopped or len(failed_starts) + 1 == KERNEL_STARTS:
+                if status != START_FAILED or stopped or starts == KERNEL_STARTS:
                     break
                 failed_starts.append(error)
                 if say:
@@ -387,7 +383,7 @@ def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout,
         _land(partial, Path(output_path))
     if status == "timeout":
         _note_in_notebook(output_path, "The runner stopped this notebook: it ran past its {} s limit.".format(timeout))
-    return Outcome(status, error, failed_starts)
+    return Outcome(status, error, failed_starts, starts)
 
 
 def kernel_log_error(log_path):
@@ -396,7 +392,7 @@ def kernel_log_error(log_path):
         text = Path(log_path).read_text(errors="replace")
     except OSError:
         return ""
-    latest = text.rsplit("--- kernel start", 1)[-1].splitlines()[1:]
+    latest = text.rsplit(KERNEL_LOG_START, 1)[-1].splitlines()[1:]
     errors = [line.strip() for line in latest if "Error" in line or "error:" in line]
     return errors[-1] if errors else ""
 

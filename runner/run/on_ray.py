@@ -629,8 +629,8 @@ def land(job, run_dir, profile, answer):
     elif record_path.exists():
         record_path.unlink()  # an earlier attempt's (a resumed run's failed row): this attempt left none
     extra = {"placement": answer["placement"], "machine_probe": answer.get("machine_probe"),
-             "code_fingerprint": answer.get("code"), **answer.get("starts", {})}  # the run's code, which the node's
-    # matched (bootstrap); the kernel's starts where there were several
+             "code_fingerprint": answer.get("code")}  # the run's code, which the node's matched (bootstrap)
+    extra.update(answer.get("starts", {}))  # the kernel's starts, where there were several
     if answer.get("ceiling"):  # the node's own (run_folder.ceiling_for prefers it to the run folder's)
         extra["node_ceiling"] = answer["ceiling"]
     return execution.finish_record(job, run_dir, profile, answer["status"], answer["error"], answer["elapsed"], extra=extra)
