@@ -16,7 +16,7 @@ only (imported on Python 3.6).
 
 from collections import OrderedDict
 
-from common import weights
+from common import weight_layouts
 
 # Nominal bandwidth per direction of one GPU's link to the others, in bytes per second.
 LINKS = OrderedDict([
@@ -31,7 +31,7 @@ DEVICE_COUNTS = (1, 2, 4, 8)
 def resnet50_parameters(num_classes=1000):
     """Trainable parameters of ResNet-50 v1.5 with its classifier (25,557,032 for 1000 classes): every gradient a
     data-parallel step all-reduces."""
-    shapes = weights.resnet50_shapes()
+    shapes = weight_layouts.resnet50_shapes()
     count = 0
     for name, shape in shapes.items():
         if not name.endswith(("running_mean", "running_var")):

@@ -10,7 +10,7 @@ first test batch (ResNet-50: its features).
 
 import numpy as np
 
-from common import datasets, weights
+from common import datasets, weight_layouts, weights
 
 CNN_MISTAKES = ("transposed kernel", "flipped kernel", "missing bias", "frozen layer", "momentum dropped",
                 "unit-gain momentum", "flattened channels last")
@@ -333,7 +333,7 @@ def resnet50_features(arrays, images, mistake=None, float64=False):
             x = (x - np.reshape(mean, (-1, 1, 1))) * scale[:, None, None] + arrays[layer.bn + ".bias"][:, None, None]
         return np.maximum(x, 0) if relu else x
 
-    layers = iter(weights.resnet50_layers())
+    layers = iter(weight_layouts.resnet50_layers())
     x = conv_bn(images, next(layers), stride=2, padding=3)
     x = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)  # max pool 3x3, stride 2, padded by 1
     n, c, h, w = x.shape

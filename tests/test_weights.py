@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from common import hyperparams, weights
+from common import hyperparams, weight_layouts, weights
 
 CNN = hyperparams.for_task("cnn", "full")
 RNN = hyperparams.for_task("rnn", "full")
@@ -77,7 +77,7 @@ def test_keras_resnet50_layouts_hold_the_canonical_function_and_come_back():
     expected = weights.resnet50_for_model(start, biases, epsilon)
     np.testing.assert_array_equal(held["layer1.0.downsample.1"][3], expected["layer1.0.downsample.1.running_var"])
     back = weights.from_keras_resnet50(held, epsilon, oihw_from_hwio=lambda kernel: kernel.transpose(3, 2, 0, 1))
-    assert set(back) == set(weights.resnet50_shapes()) | {name + ".bias" for name in biases}
+    assert set(back) == set(weight_layouts.resnet50_shapes()) | {name + ".bias" for name in biases}
     for name, value in weights.resnet50_from_model(expected, epsilon).items():
         np.testing.assert_array_equal(back[name], value, err_msg=name)
 
@@ -123,14 +123,14 @@ def test_pretrained_or_random_follows_the_choice(capsys):
 # ResNet-50 v1: optional convolution biases, and the conversions to a model that lacks some or has another epsilon
 INFERENCE = hyperparams.for_task("inference", "smoke")
 BIASES = sorted(weights.optional_shapes("inference"))
-CONVOLUTIONS = [layer.conv for layer in weights.resnet50_layers()]
+CONVOLUTIONS = [layer.conv for layer in weight_layouts.resnet50_layers()]
 # which convolutions the zoo models have biases on, and their batch norms' epsilon (the notebooks read both from the model)
 ZOO = {"keras.applications": (set(CONVOLUTIONS), 1.001e-5), "Keras Applications 1.0.8": (set(CONVOLUTIONS), 1e-3),
        "Gluon resnet50_v1": ({c for c in CONVOLUTIONS if c.startswith("layer") and c.endswith(("conv1", "conv3"))}, 1e-5),
        "Chainer ResNet50Layers": ({"conv1"}, 2e-5)}
 
 
-def batch_norm(arrays, bn, z, epsilon=weights.BATCH_NORM_EPSILON):
+def batch_norm(arrays, bn, z, epsilon=weight_layouts.BATCH_NORM_EPSILON):
     """A batch norm `bn` of `arrays` in inference mode on pre-activations z (samples, channels), in float64."""
     mean, var = (arrays[bn + "." + stat].astype(np.float64) for stat in ("running_mean", "running_var"))
     return (z - mean) / np.sqrt(var + epsilon) * arrays[bn + ".weight"] + arrays[bn + ".bias"]
@@ -219,7 +219,7 @@ def test_what_a_model_exports_is_as_held_to_the_last_bit():
 
 def test_keras_names_cover_every_convolution_and_batch_norm():
     names = weights.keras_resnet50_names()
-    layers = weights.resnet50_layers()
+    layers = weight_layouts.resnet50_layers()
     assert set(names) == {layer.conv for layer in layers} | {layer.bn for layer in layers}
     assert len(set(names.values())) == len(names) == 106
     assert (names["conv1"], names["bn1"]) == ("conv1_conv", "conv1_bn")

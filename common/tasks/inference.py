@@ -10,21 +10,21 @@ class Inference(Task):
 
     def weight_shapes(self, params):
         """ResNet-50 v1.5's convolutions and batch norms under torchvision's names and layouts, no classifier."""
-        from common import weights
+        from common import weight_layouts
 
-        return weights.resnet50_shapes()
+        return weight_layouts.resnet50_shapes()
 
     def optional_weight_shapes(self):
         """ResNet-50 v1's convolution biases, "<conv>.bias": a zoo's v1 model holds some of them."""
-        from common import weights
+        from common import weight_layouts
 
-        return {layer.conv + ".bias": (layer.out_channels,) for layer in weights.resnet50_layers()}
+        return {layer.conv + ".bias": (layer.out_channels,) for layer in weight_layouts.resnet50_layers()}
 
     def reference_weights(self, params, seed=0):
-        """common/weights.py resnet50_weights: He-normal convolutions, batch norms away from identity."""
-        from common import weights
+        """common/weight_layouts.py resnet50_weights: He-normal convolutions, batch norms away from identity."""
+        from common import weight_layouts
 
-        return weights.resnet50_weights(self.weight_shapes(params), seed)
+        return weight_layouts.resnet50_weights(self.weight_shapes(params), seed)
 
     def achieved_flops(self, record):
         """A forward pass's FLOPs per image (of the ResNet-50 version the record's model names) over the median time

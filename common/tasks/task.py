@@ -104,10 +104,10 @@ class Task(object):
         return {}
 
     def reference_weights(self, params, seed=0):
-        """Deterministic canonical weights from `seed` (common/weights.py fan_in_weights: PyTorch's layers' rule)."""
-        from common import weights  # NumPy: not at the command line's start
+        """Deterministic canonical weights from `seed` (common/weight_layouts.py fan_in_weights: PyTorch's layers' rule)."""
+        from common import weight_layouts  # NumPy: not at the command line's start
 
-        return weights.fan_in_weights(self.weight_shapes(params), seed)
+        return weight_layouts.fan_in_weights(self.weight_shapes(params), seed)
 
     def training_flops(self, params):
         """FLOPs of one sample's training step, or None for a task that does not train."""

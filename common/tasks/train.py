@@ -27,16 +27,16 @@ class Train(Task):
 
     def weight_shapes(self, params):
         """ResNet-50's (common/weights.py) with its classifier, under torchvision's names and layout (out, in)."""
-        from common import weights
+        from common import weight_layouts
 
         classes = params["num_classes"]
-        return dict(weights.resnet50_shapes(), **{"fc.weight": (classes, 2048), "fc.bias": (classes,)})
+        return dict(weight_layouts.resnet50_shapes(), **{"fc.weight": (classes, 2048), "fc.bias": (classes,)})
 
     def reference_weights(self, params, seed=0):
-        """common/weights.py resnet50_weights, the classifier uniform(+-1/sqrt(2048))."""
-        from common import weights
+        """common/weight_layouts.py resnet50_weights, the classifier uniform(+-1/sqrt(2048))."""
+        from common import weight_layouts
 
-        return weights.resnet50_weights(self.weight_shapes(params), seed)
+        return weight_layouts.resnet50_weights(self.weight_shapes(params), seed)
 
     def training_flops(self, params):
         """FLOPs of one image's training step (training_flops)."""

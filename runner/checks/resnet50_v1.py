@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import datasets, weights
+from common import datasets, weight_layouts, weights
 from runner import catalog
 from runner.run import environments
 
@@ -52,7 +52,7 @@ def model_of(start, variant):
             stage[0].conv1.stride, stage[0].conv2.stride = (2, 2), (1, 1)
     if variant == "v1_caffe_pool":
         model.maxpool = torch.nn.MaxPool2d(kernel_size=3, stride=2, padding=0, ceil_mode=True)
-    for layer in weights.resnet50_layers():
+    for layer in weight_layouts.resnet50_layers():
         if layer.conv + ".bias" in start:
             model.get_submodule(layer.conv).bias = torch.nn.Parameter(torch.zeros(layer.out_channels))
     state = {name: torch.from_numpy(value) for name, value in start.items() if name != weights.LOGITS}
