@@ -1,0 +1,41 @@
+"""PyTorch's calls by concept (APIS: the code a reader of the concept must see) and the concepts its notebooks have
+no cell for (LACKS, with the reason). A key is a concept of every task, or (concept, task) for one task only."""
+
+APIS = {
+    "device": ("torch.device",),
+    "seeding": ("torch.manual_seed",),
+    "float32-policy": ("torch.set_float32_matmul_precision", "torch.backends.cudnn.allow_tf32"),
+    "data-layout": ("torch.from_numpy",),
+    ("data-layout", "cnn"): ("torch.from_numpy", "torch.channels_last"),
+    ("data-layout", "inference"): ("torch.from_numpy", "torch.channels_last"),
+    ("data-layout", "rnn"): ("torch.from_numpy", ".long()"),
+    ("data-layout", "transformer"): ("torch.from_numpy", ".long()"),
+    ("data-layout", "train"): ("torch.from_numpy", "torch.channels_last"),
+    "model": ("nn.Module",),
+    ("model", "inference"): ("torchvision.models.resnet50", "nn.Identity"),
+    ("model", "train"): ("torchvision.models.resnet50",),
+    ("initialisation", "inference"): ("ResNet50_Weights.IMAGENET1K_V1",),
+    ("initialisation", "train"): ("torchvision.models.resnet50",),
+    "weight-layout": ("torch.no_grad", ".copy_("),
+    ("weight-layout", "inference"): ("load_state_dict", ".state_dict()"),
+    ("weight-layout", "train"): ("load_state_dict", ".state_dict()"),
+    "loss": ("nn.CrossEntropyLoss",),
+    ("optimizer", "cnn"): ("torch.optim.SGD",),
+    ("optimizer", "rnn"): ("torch.optim.Adam",),
+    ("optimizer", "transformer"): ("torch.optim.AdamW",),
+    ("optimizer", "train"): ("torch.optim.SGD",),
+    "training-step": ("zero_grad(", ".backward()", ".step("),
+    "mixed-precision": ("torch.autocast", "torch.amp.GradScaler"),
+    ("mixed-precision", "inference"): ("torch.autocast",),
+    "compilation": ("torch.compile",),
+    "prediction": (".eval()", "torch.no_grad"),
+    ("prediction", "inference"): ("torch.inference_mode",),
+    "sync": ("torch.cuda.synchronize",),
+    "timed-inference": ("torch.inference_mode",),
+    "recurrent-layer": ("nn.GRU",),
+    "attention": ("scaled_dot_product_attention", "attn_mask"),
+    "data-parallel": ("init_process_group", "LOCAL_RANK", "torch.distributed.run"),
+    "all-reduce": ("DistributedDataParallel", "no_sync"),
+}
+
+LACKS = {}
