@@ -168,8 +168,8 @@ def build_parser():
     report.add_argument("run_dirs", type=_path, nargs="+", metavar="RESULTS_DIR")
     report.add_argument("--out", type=_path, help="where the merged table goes (default results/merged-<time>)")
 
-    rosetta = sub.add_parser("rosetta", help="regenerate the side-by-side pages docs/rosetta/<task>.html from "
-                             "notebooks/, and docs/scaling.png")
+    rosetta = sub.add_parser("rosetta", help="regenerate the side-by-side pages docs/rosetta/<task>.html and the "
+                             "concept index docs/rosetta/index.html from notebooks/, and docs/scaling.png")
     rosetta.add_argument("--out", type=_path, help="folder to write them to (default docs/rosetta)")
 
     sub.add_parser("list", help="frameworks, tasks and environments, and which environments are built")

@@ -1,15 +1,20 @@
 """The generated pages in a real browser: Debian's headless Chromium, driven by Playwright.
 
 `python3 run_all.py test` installs Chromium where it can (root with apt-get); Playwright never
-downloads a browser of its own here. Screenshots (the report, and each Rosetta page's default view and
-differences mode) stay in pytest's temporary folder, whose path the tests print; pytest keeps the last runs'.
+downloads a browser of its own here. Screenshots (the report, the concept index and each Rosetta page at 1440 x 900
+and 390 x 844, and the differences mode) stay in pytest's temporary folder, whose path the tests print; pytest keeps
+the last runs'.
 """
 
+import html
+import re
 import time
+from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pytest
 
-from common import tasks
+from common import concepts, tasks
 from runner import catalog
 from runner.report import rosetta_pages, table
 from runner.run.browser import find_browser
@@ -74,56 +79,164 @@ def test_results_report_shows_every_row(browser, tmp_path, monkeypatch):
     print("browser check of the report: {:.1f} s".format(time.monotonic() - started))
 
 
-# What a reader must be able to count on at 1440 x 900, checked in the page's own terms (see runner/report/rosetta_pages.py).
-TOO_WIDE = """() => Array.from(document.querySelectorAll("main .view pre, main .view td.code, main .view .cell"))
+# What a reader must be able to count on at 1440 x 900 and at 390 x 844, checked in the pages' own terms (see
+# runner/report/rosetta_pages.py).
+SIZES = [(1440, 900), (390, 844)]
+TOO_WIDE = """() => Array.from(document.querySelectorAll(
+    "main .view pre, main .view td.code, main .view .cell, main .cgrid pre, main .fwcell"))
   .filter(e => e.offsetParent !== null)
   .filter(e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right >
-                                                   e.closest(".view").getBoundingClientRect().right + 1)
+                                                   e.closest(".view, .cgrid").getBoundingClientRect().right + 1)
   .map(e => e.closest("section").id + ": " + e.textContent.slice(0, 60))"""
 PAGE_SCROLLS = "() => document.documentElement.scrollWidth > document.documentElement.clientWidth"
+# a concept's row shown on a task page: each cell in it holds code, or says where the code is, why there is none, or
+# that none is tagged yet
+EMPTY_CONCEPT_CELLS = """() => Array.from(document.querySelectorAll(".cellrow[data-concept]:not([hidden]) .view > .cell"))
+  .filter(c => !c.querySelector("pre.src, .note, table.split")).map(c => c.closest(".cellrow").dataset.concept)"""
+# a framework's cell of a concept shown on the index: code, a reason or the note that no cell is tagged yet
+EMPTY_INDEX_CELLS = """() => Array.from(document.querySelectorAll(".fwcell")).filter(c => c.offsetParent !== null)
+  .filter(c => !Array.from(c.querySelectorAll(".entry")).some(e => e.offsetParent !== null &&
+                                                                   e.querySelector("pre.src, .note.reason, .note.untagged")))
+  .map(c => c.closest("section").id + "/" + c.dataset.fw)"""
+SHOWN_FRAMEWORKS = """() => Array.from(new Set(Array.from(document.querySelectorAll("main .view > .cell"))
+  .flatMap(c => c.dataset.fws.split(" "))))"""
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """The task pages and the concept index, written once into a temporary folder: {task or "index": path}."""
+    return {path.stem: path for path in rosetta_pages.write_pages(tmp_path_factory.mktemp("rosetta"))}
 
 
 def box(page, selector):
     return page.locator(selector).first.bounding_box()
 
 
-EVERY_FRAMEWORK = [task for task in tasks.TASKS if not any(task in f.lacks for f in catalog.FRAMEWORKS)]
-SOME_FRAMEWORKS = [task for task in tasks.TASKS if task not in EVERY_FRAMEWORK]
+def broken_links(page):
+    """The links of the page (its hrefs as the browser resolves them) whose file is missing, or whose anchor is not
+    an id of that file."""
+    ids, broken = {}, []
+    for href in page.evaluate("() => Array.from(document.querySelectorAll('a[href]')).map(a => a.href)"):
+        url = urlparse(href)
+        if url.scheme != "file":
+            broken.append(href)
+            continue
+        path = Path(unquote(url.path))
+        if not path.exists():
+            broken.append(href)
+        elif url.fragment and path.suffix == ".html":
+            if path not in ids:
+                ids[path] = {html.unescape(i) for i in re.findall(r' id="([^"]+)"', path.read_text())}
+            if unquote(url.fragment) not in ids[path]:
+                broken.append(href)
+    return broken
 
 
-@pytest.mark.parametrize("task", SOME_FRAMEWORKS)
-def test_a_page_of_a_task_some_frameworks_lack_shows_those_that_have_it(browser, task, tmp_path):
-    from test_rosetta import notebook_tags
+@pytest.mark.parametrize("width, height", SIZES, ids=["1440x900", "390x844"])
+def test_concept_index_reads_picks_and_links(browser, written, width, height, tmp_path):
+    started = time.monotonic()
+    page, errors = open_page(browser, written["index"], width, height)
+    cells = ".crow#{} .fwcell:visible"
 
-    (path,) = [p for p in rosetta_pages.write_pages(tmp_path) if p.stem == task]
-    page, errors = open_page(browser, path, 1440, 900)
-    having = [f.key for f in catalog.FRAMEWORKS if task not in f.lacks]
-    shown = page.locator(".colhead[data-fw]:visible")
-    assert shown.evaluate_all("heads => heads.map(h => h.dataset.fw)") == having[:2]  # the first two that have it
-    assert page.locator("#pick-1 option").evaluate_all("options => options.map(o => o.value)") == having
+    def shown(concept="loss"):
+        return page.locator(cells.format(concept)).evaluate_all(  # in the order shown
+            "cells => cells.sort((a, b) => a.style.order - b.style.order).map(c => c.dataset.fw)")
+
+    assert shown() == list(rosetta_pages.INDEX_FRAMEWORKS)
+    assert page.locator(".crow:visible").count() == len(concepts.CONCEPTS)
     assert page.evaluate(PAGE_SCROLLS) is False and page.evaluate(TOO_WIDE) == []
-    for tag in notebook_tags(task):
-        assert page.locator("section#{} > h2".format(tag)).inner_text() == tasks.SECTION_TITLES[tag], tag
-    screenshot(page, tmp_path, "rosetta-{}-default.png".format(task), full_page=False)
+    assert page.evaluate(EMPTY_INDEX_CELLS) == []
+    # one task at first, CNN; a concept no picked task has is shown from its own first task
+    assert page.locator("#tasks input:checked").evaluate_all("boxes => boxes.map(b => b.value)") == ["cnn"]
+    assert page.locator(".crow#loss .entry-task:visible").evaluate_all("t => t.map(e => e.dataset.task)") == ["cnn"] * 4
+    assert "shown from RNN" in page.locator(".crow#recurrent-layer .fallback").inner_text()
+    assert page.locator(".crow#recurrent-layer .entry-task:visible").evaluate_all(
+        "t => t.map(e => e.dataset.task)") == ["rnn"] * 4
+    screenshot(page, tmp_path, "index-{}x{}.png".format(width, height), full_page=False)
+    if width == 1440:
+        assert broken_links(page) == []  # every link of the index, its hidden cells' too
+
+    # picking frameworks and tasks changes what is shown, and goes into the link to the view
+    page.uncheck("#frameworks input[value=tensorflow]")
+    page.check("#frameworks input[value=mxnet]")
+    assert shown() == ["pytorch", "keras", "jax", "mxnet"]
+    page.check("#tasks input[value=rnn]")
+    assert page.locator(".crow#recurrent-layer .fallback").inner_text() == ""
+    assert set(page.locator(".crow#loss .entry-task:visible").evaluate_all("t => t.map(e => e.dataset.task)")) == {
+        "cnn", "rnn"}
+    assert page.locator("#permalink").get_attribute("href").startswith("?fw=pytorch,keras,jax,mxnet&task=cnn,rnn")
+    page.click("#all-frameworks")
+    assert shown("imports") == ["pytorch", "keras", "jax", "mxnet"] + [
+        f.key for f in catalog.FRAMEWORKS if f.key not in ("pytorch", "keras", "jax", "mxnet")]
+    assert page.evaluate(PAGE_SCROLLS) is False and page.evaluate(TOO_WIDE) == []
+    assert page.evaluate(EMPTY_INDEX_CELLS) == []
     assert errors == []
+    print("browser check of the index at {}x{}: {:.1f} s".format(width, height, time.monotonic() - started))
 
 
-@pytest.mark.parametrize("task", EVERY_FRAMEWORK)
-def test_rosetta_page_reads_at_1440_and_compares_frameworks(browser, task, tmp_path):
+def only_in(framework, task):
+    """A line of `framework`'s notebook of `task` that no other framework's notebook of the task has."""
+    from test_rosetta import notebook_cells, notebook_files
+
+    def code_lines(path):
+        return {line.strip() for _, _, kind, source in notebook_cells(path) if kind == "code"
+                for line in source.split("\n") if len(line.strip()) >= 16 and not line.strip().startswith("#")}
+
+    others = set()
+    for f, path in notebook_files(task):
+        if f.key != framework.key:
+            others |= code_lines(path)
+    return sorted(code_lines(catalog.notebook_path(framework, task)) - others, key=len)[-1]
+
+
+@pytest.mark.parametrize("width, height", SIZES, ids=["1440x900", "390x844"])
+@pytest.mark.parametrize("task", list(tasks.TASKS))
+def test_task_page_reads_picks_and_searches_every_framework(browser, written, task, width, height, tmp_path):
     from test_rosetta import notebook_tags
 
-    (path,) = [p for p in rosetta_pages.write_pages(tmp_path) if p.stem == task]
-    page, errors = open_page(browser, path, 1440, 900)
-    shown = page.locator(".colhead[data-fw]:visible")
-    assert shown.evaluate_all("heads => heads.map(h => h.dataset.fw)") == ["pytorch", "tensorflow"]  # the default pair
-    assert page.evaluate(PAGE_SCROLLS) is False
-    assert page.evaluate(TOO_WIDE) == []
+    started = time.monotonic()
+    page, errors = open_page(browser, written[task], width, height)
+    having = [f for f in catalog.FRAMEWORKS if task not in f.lacks]
+    assert page.locator("#frameworks input").evaluate_all("boxes => boxes.map(b => b.value)") == [f.key for f in having]
+    assert page.evaluate(SHOWN_FRAMEWORKS) == ["pytorch", "tensorflow"]  # the default pair
+    assert page.evaluate(PAGE_SCROLLS) is False and page.evaluate(TOO_WIDE) == []
+    assert page.evaluate(EMPTY_CONCEPT_CELLS) == []
     for tag in notebook_tags(task):  # every section of the notebooks, titled by common/tasks/task.py
         assert page.locator("section#{} > h2".format(tag)).inner_text() == tasks.SECTION_TITLES[tag], tag
+    screenshot(page, tmp_path, "rosetta-{}-{}x{}.png".format(task, width, height), full_page=False)
+
+    # picking frameworks changes the columns, and the choice goes into the link to the view
+    page.check("#frameworks input[value=jax]")
+    page.uncheck("#frameworks input[value=tensorflow]")
+    assert page.evaluate(SHOWN_FRAMEWORKS) == ["pytorch", "jax"]
+    assert "import jax" in page.locator("section#imports .sec-body").inner_text()
+    assert "import tensorflow" not in page.locator("section#imports .sec-body").inner_text()
+    assert page.locator("#permalink").get_attribute("href").startswith("?fw=pytorch,jax")
+    assert page.evaluate(EMPTY_CONCEPT_CELLS) == []
+
+    # the search reaches a framework that is not shown; its hit shows the framework and the line
+    hidden = having[-1]
+    line = only_in(hidden, task)
+    page.fill("#search", line)
+    hit = page.locator("#hits .hit[data-fws~='{}']".format(hidden.key)).first
+    assert hit.is_visible() and hit.inner_text().startswith(hidden.label)
+    hit.click()
+    assert page.locator("#frameworks input[value={}]".format(hidden.key)).is_checked()
+    assert hidden.key in page.evaluate(SHOWN_FRAMEWORKS)
+    found = page.locator(".l.found")
+    assert found.count() == 1 and line in found.inner_text()
+    where = found.bounding_box()
+    assert where and 0 <= where["y"] < height, where
+    assert page.evaluate(PAGE_SCROLLS) is False and page.evaluate(TOO_WIDE) == []
+    assert errors == []
+    print("browser check of {} at {}x{}: {:.1f} s".format(task, width, height, time.monotonic() - started))
+
+
+def test_rosetta_page_keeps_its_heads_in_view_compares_and_shows_every_framework(browser, written, tmp_path):
+    page, errors = open_page(browser, written["cnn"], 1440, 900)
     shared = page.locator("section#parameters .view > .cell")  # the cell PyTorch and TensorFlow share: once, across
     assert shared.count() == 1 and shared.locator(".badge").inner_text() == "same in both"
     assert shared.bounding_box()["width"] > 1000
-    screenshot(page, tmp_path, "rosetta-{}-default.png".format(task), full_page=False)
 
     # scrolled into a long section, the header (with the column heads) and the section's name stay in view
     tallest = page.evaluate("""() => {
@@ -135,31 +248,31 @@ def test_rosetta_page_reads_at_1440_and_compares_frameworks(browser, task, tmp_p
     below_header = header["y"] + header["height"]
     assert section["y"] < below_header - 200 and below_header - 1 <= title["y"] < 900 - title["height"], tallest
 
-    # the right-hand column follows its picker, and the choice goes into the link to the view
-    page.select_option("#pick-1", "jax")
-    assert shown.evaluate_all("heads => heads.map(h => h.dataset.fw)") == ["pytorch", "jax"]
-    assert "import jax" in page.locator("section#imports .sec-body").inner_text()
-    assert "tensorflow" not in page.locator("section#imports .sec-body").inner_text()
-    assert page.locator("#permalink").get_attribute("href").startswith("?left=pytorch&right=jax")
-
-    # differences: PyTorch and JAX build their models differently, and share the parameters cell
+    # differences against the first column: PyTorch and JAX build their models differently, and share the parameters
+    page.check("#frameworks input[value=jax]")
+    page.uncheck("#frameworks input[value=tensorflow]")
     page.check("#diff")
     page.evaluate("window.scrollTo(0, 0)")
-    assert page.locator("section#model table.split td.code.chg").count() > 0
-    assert page.locator("section#model table.split td.code.add, section#model table.split td.code.del").count() > 0
-    assert page.locator("section#model .sec-note").inner_text().endswith("lines")
+    assert page.locator("table.split td.code.chg").count() > 0
+    assert page.locator("table.split td.code.add, table.split td.code.del").count() > 0
     same = page.locator("section#parameters details.same")
     assert same.locator("summary").inner_text().startswith("identical in PyTorch and JAX")
-    assert not same.locator("pre").is_visible()
+    assert not same.locator("pre").first.is_visible()
     assert page.evaluate(PAGE_SCROLLS) is False and page.evaluate(TOO_WIDE) == []
-    screenshot(page, tmp_path, "rosetta-{}-differences.png".format(task), full_page=False)
+    screenshot(page, tmp_path, "rosetta-cnn-differences.png", full_page=False)
     same.locator("summary").click()
-    assert same.locator("pre").is_visible()
+    assert same.locator("pre").first.is_visible()
 
-    # three columns, and a narrower screen: still no scroll bar
-    page.select_option("#pick-2", "cntk")
+    # every framework at once: more columns than fit are stacked, each cell labelled; still no scroll bar
+    page.uncheck("#diff")
+    for framework in catalog.FRAMEWORKS:
+        page.check("#frameworks input[value={}]".format(framework.key))
+    assert page.evaluate("() => document.body.classList.contains('wrapped')")
+    assert page.locator("section#model .cellrow .view > .cell .fwlabel:visible").count() > 0
+    assert set(page.evaluate(SHOWN_FRAMEWORKS)) == {f.key for f in catalog.FRAMEWORKS}
+    assert page.evaluate(PAGE_SCROLLS) is False and page.evaluate(TOO_WIDE) == []
+    assert page.evaluate(EMPTY_CONCEPT_CELLS) == []
     page.set_viewport_size({"width": 1024, "height": 768})
-    assert page.locator("section#model .cellrow[data-kind=code] .view > .cell").count() == 3
     assert page.evaluate(PAGE_SCROLLS) is False and page.evaluate(TOO_WIDE) == []
     assert errors == []
-    print("Rosetta screenshots of {} are in {}".format(task, tmp_path))
+    print("Rosetta screenshots of cnn are in {}".format(tmp_path))

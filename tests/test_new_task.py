@@ -191,4 +191,4 @@ def test_a_new_task_needs_its_module_and_its_notebooks(tmp_path):
     run(repo, "run_all.py", "rosetta", "--out", str(tmp_path / "rosetta"))
     page = (tmp_path / "rosetta" / "mlp.html").read_text()
     assert "PyTorch_MLP.ipynb" in page and "JAX_MLP.ipynb" in page  # side by side, each section's code highlighted
-    assert '<span class="n">SGD</span>' in page and '<span class="n">take_along_axis</span>' in page
+    assert '<span class="o">.</span>SGD(' in page and '<span class="o">.</span>take_along_axis(' in page  # highlighted

@@ -1,5 +1,5 @@
 """The report and rosetta commands: rebuild a results folder's report or merge several folders into one table, from
-their records and verdict files alone; write the Rosetta pages from the stored notebooks."""
+their records and verdict files alone; write the Rosetta pages and the concept index from the stored notebooks."""
 
 import datetime
 import sys
@@ -44,7 +44,8 @@ def warn_unreadable(problems):
 
 
 def rosetta(out=None):
-    """Write the Rosetta pages (one per task) from the stored notebooks, and the predicted-scaling plot of docs/."""
+    """Write the Rosetta pages (one per task) and the concept index from the stored notebooks, and the
+    predicted-scaling plot of docs/."""
     for path in rosetta_pages.write_pages(out or rosetta_pages.DOCS_DIR):
         print("wrote", path)
     if out is None:

@@ -1,4 +1,6 @@
-// The Rosetta page's view: which notebooks are shown, shared cells once, and the differences mode.
+// The Rosetta page's view: which notebooks are shown (any number, in the order picked), shared cells once, the
+// columns sharing the width (stacked, each cell labelled, where they do not fit), the search over every framework's
+// code, and the differences mode (each column against the first).
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("rosetta-data").textContent);
@@ -9,11 +11,16 @@
       return a.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     }).join("|") + ")\\b", "g");
   });
-  var picks = [0, 1, 2].map(function (i) { return document.getElementById("pick-" + i); });
+  var boxes = Array.prototype.slice.call(document.querySelectorAll("#frameworks input[name=fw]"));
   var diffBox = document.getElementById("diff"), namesBox = document.getElementById("names");
   var root = document.documentElement, header = document.getElementById("top");
   var legend = document.getElementById("legend"), permalink = document.getElementById("permalink");
+  var searchBox = document.getElementById("search"), hits = document.getElementById("hits");
   var FOLD = 3;  // unchanged lines kept around a change before the rest of a run of them is folded away
+  var MIN_COLUMN = 280;  // the narrowest column, in pixels: more columns than fit are stacked
+  var MAX_HITS = 80;  // search results listed
+  var picked = [];  // the shown frameworks' keys, in the order picked
+  var wrapped = null;
 
   function element(tag, className, text) {
     var node = document.createElement(tag);
@@ -23,11 +30,7 @@
   }
 
   function chosen() {
-    var keys = [];
-    picks.forEach(function (pick) {
-      if (pick.value && byKey[pick.value] && keys.indexOf(pick.value) < 0) keys.push(pick.value);
-    });
-    return keys;
+    return picked.slice();
   }
 
   function names(keys) {
@@ -50,11 +53,20 @@
   }
 
   function lines(variant, key) {
-    return Array.prototype.map.call(variant.querySelectorAll(".l"), function (line) {
+    return Array.prototype.map.call(variant.querySelectorAll("pre.src .l"), function (line) {
       var text = line.textContent.replace(/\s+/g, " ").trim();
       return {html: line.innerHTML, text: text,
               key: namesBox.checked ? text.replace(byKey[key].pattern, "\u00a7") : text};
     });
+  }
+
+  // A cell of the view: a framework's variant, labelled (the label shows when the columns are stacked).
+  function cellOf(variant, key, extra) {
+    var cell = element("div", "cell" + (variant.classList.contains("none") ? " none" : "") + (extra || ""));
+    cell.dataset.fws = key;
+    cell.appendChild(element("div", "fwlabel", byKey[key].label));
+    cell.insertAdjacentHTML("beforeend", variant.innerHTML);
+    return cell;
   }
 
   // The longest common subsequence of two lists of lines: [["eq"|"del"|"add", index in a, index in b]].
@@ -161,7 +173,7 @@
     return table;
   }
 
-  // Three or more columns: each column's lines are compared with the left one's and marked.
+  // Three or more columns, or stacked ones: each column's lines are compared with the first one's and marked.
   function markedColumns(variants, keys, counts) {
     var lists = variants.map(function (variant, i) { return lines(variant, keys[i]); });
     var marks = lists.map(function (list) { return list.map(function () { return ""; }); });
@@ -173,9 +185,8 @@
     }
     counts.del += marks[0].filter(function (mark) { return mark; }).length;
     return variants.map(function (variant, i) {
-      var cell = element("div", "cell");
-      cell.innerHTML = variant.innerHTML;
-      cell.querySelectorAll(".l").forEach(function (line, n) { if (marks[i][n]) line.classList.add(marks[i][n]); });
+      var cell = cellOf(variant, keys[i]);
+      cell.querySelectorAll("pre.src .l").forEach(function (line, n) { if (marks[i][n]) line.classList.add(marks[i][n]); });
       return cell;
     });
   }
@@ -185,29 +196,36 @@
     view.textContent = "";
     var variants = keys.map(function (key) { return variantOf(row, key); });
     var same = variants.every(function (variant) { return variant === variants[0]; });
-    row.hidden = !variants.length || (same && variants[0].classList.contains("none"));
+    row.hidden = !variants.length || variants.every(function (variant) { return variant.classList.contains("none"); });
     if (row.hidden) return;
     if (row.dataset.kind === "code") counts.code += 1;
     if (same && keys.length > 1) {
       var lineCount = Number(variants[0].dataset.lines);
+      var shared;
       if (differences) {
-        var details = element("details", "cell span same");
-        details.appendChild(element("summary", "", "identical in " + names(keys) + " (" + row.dataset.kind +
+        shared = element("details", "cell span same");
+        shared.appendChild(element("summary", "", "identical in " + names(keys) + " (" + row.dataset.kind +
           (lineCount ? ", " + lineCount + " lines" : "") + ")"));
-        details.insertAdjacentHTML("beforeend", variants[0].innerHTML);
-        view.appendChild(details);
       } else {
-        var shared = element("div", "cell span");
+        shared = element("div", "cell span");
         shared.appendChild(element("span", "badge", sharedLabel(variants[0], keys)));
-        shared.insertAdjacentHTML("beforeend", variants[0].innerHTML);
-        view.appendChild(shared);
       }
+      shared.dataset.fws = keys.join(" ");
+      shared.insertAdjacentHTML("beforeend", variants[0].innerHTML);
+      view.appendChild(shared);
       return;
     }
     var code = row.dataset.kind === "code" && variants.every(function (variant) { return !variant.classList.contains("none"); });
-    if (differences && code && keys.length === 2) {
+    if (differences && code && keys.length === 2 && !wrapped) {
       var cell = element("div", "cell span");
+      cell.dataset.fws = keys.join(" ");
       cell.appendChild(splitTable(lines(variants[0], keys[0]), lines(variants[1], keys[1]), counts));
+      variants.forEach(function (variant, i) {  // the helpers each side calls, below the table
+        variant.querySelectorAll("details.helper").forEach(function (helper, n) {
+          if (!n) cell.appendChild(element("div", "fwlabel-inline note", byKey[keys[i]].label + " calls:"));
+          cell.appendChild(helper.cloneNode(true));
+        });
+      });
       view.appendChild(cell);
       return;
     }
@@ -215,27 +233,24 @@
       markedColumns(variants, keys, counts).forEach(function (cell) { view.appendChild(cell); });
       return;
     }
-    variants.forEach(function (variant) {
-      var cell = element("div", "cell" + (variant.classList.contains("none") ? " none" : ""));
-      cell.innerHTML = variant.innerHTML;
-      view.appendChild(cell);
-    });
+    variants.forEach(function (variant, i) { view.appendChild(cellOf(variant, keys[i])); });
   }
 
   function describe(keys, differences) {
     legend.textContent = "";
     if (!differences || keys.length < 2) {
-      legend.textContent = frameworks.length + " notebooks; choose the ones to read side by side. Cells the shown " +
-        "notebooks share are shown once, across the columns. Tick \u201cdifferences\u201d to compare them line by line.";
+      legend.textContent = frameworks.length + " notebooks; tick the ones to read side by side (the search box " +
+        "searches them all). Cells the shown notebooks share are shown once, across the columns. Tick " +
+        "\u201cdifferences\u201d to compare each column with the first, line by line.";
       return;
     }
     var left = byKey[keys[0]].label;
-    legend.insertAdjacentHTML("beforeend", keys.length === 2
+    legend.insertAdjacentHTML("beforeend", keys.length === 2 && !wrapped
       ? "Line by line: <i class=\"chg\">changed</i> <i class=\"del\">only in " + left + "</i> <i class=\"add\">only in " +
         byKey[keys[1]].label + "</i> <i class=\"fill\">&nbsp;</i> no line. "
       : "Each column against " + left + ": <i class=\"del\">" + left + " lines missing from another column</i> " +
         "<i class=\"add\">lines not in " + left + "</i>. ");
-    legend.appendChild(document.createTextNode("Spaces are collapsed before comparing. "));
+    legend.appendChild(document.createTextNode("Code only; spaces are collapsed before comparing. "));
     if (namesBox.checked) {
       legend.insertAdjacentHTML("beforeend", "<i class=\"norm\">&nbsp;</i> same once the names each notebook " +
         "imports from its framework count as one: ");
@@ -263,9 +278,24 @@
     root.style.setProperty("--hh", header.offsetHeight + "px");
   }
 
+  // How many columns fit side by side; more than that are stacked, each cell labelled with its framework.
+  function fits() {
+    var body = document.querySelector(".sec-body");
+    var gap = 8, width = body ? body.clientWidth : window.innerWidth;
+    return Math.max(1, Math.floor((width + gap) / (MIN_COLUMN + gap)));
+  }
+
+  function layout(keys) {
+    var fit = fits();
+    root.style.setProperty("--n", String(Math.max(1, Math.min(keys.length, fit))));
+    wrapped = keys.length > fit;
+    document.body.classList.toggle("wrapped", wrapped);
+  }
+
   function render() {
     var keys = chosen(), differences = diffBox.checked;
-    root.style.setProperty("--n", String(Math.max(keys.length, 1)));
+    boxes.forEach(function (box) { box.checked = keys.indexOf(box.value) >= 0; });
+    layout(keys);
     document.querySelectorAll(".colhead[data-fw]").forEach(function (head) {
       var index = keys.indexOf(head.dataset.fw);
       head.hidden = index < 0;
@@ -278,26 +308,140 @@
     });
     document.getElementById("names-toggle").hidden = !differences;
     describe(keys, differences);
-    var query = "?left=" + (picks[0].value || "") + "&right=" + (picks[1].value || "") +
-      (picks[2].value ? "&third=" + picks[2].value : "") + (differences ? "&diff=1" : "") + (namesBox.checked ? "" : "&names=0");
+    var query = "?fw=" + keys.join(",") + (differences ? "&diff=1" : "") + (namesBox.checked ? "" : "&names=0");
     permalink.href = query + location.hash;
     try { history.replaceState(null, "", query + location.hash); } catch (error) { /* a file: page may refuse */ }
     measure();
   }
 
-  var query = new URLSearchParams(location.search);
-  if (frameworks.length) {
-    picks[0].value = byKey[query.get("left")] ? query.get("left") : frameworks[0].key;
-    picks[1].value = byKey[query.get("right")] ? query.get("right") : frameworks[Math.min(1, frameworks.length - 1)].key;
-    picks[2].value = byKey[query.get("third")] ? query.get("third") : "";
+  function pick(key) {
+    if (picked.indexOf(key) < 0) picked.push(key);
   }
+
+  // A row the shown frameworks have nothing in is hidden: going to it shows the first framework that has a cell there.
+  function show(target) {
+    var row = target.closest ? target.closest(".cellrow") : null;
+    if (row && row.hidden) {
+      var variant = row.querySelector(".variant:not(.none)");
+      if (variant) { pick(variant.dataset.fws.split(" ")[0]); render(); }
+    }
+    target.scrollIntoView();
+  }
+
+  function go() {
+    var target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (target) show(target);
+  }
+
+  // The search: every line of every framework's code on the page (each cell and each helper's source), shown or not.
+  var corpus = null;
+
+  function lineIndex() {
+    corpus = [];
+    document.querySelectorAll(".cellrow").forEach(function (row) {
+      var section = data.sections[row.closest(".sec").dataset.section] || "";
+      var concept = row.querySelector("h3.concept a.self");
+      row.querySelectorAll(".variant").forEach(function (variant) {
+        if (variant.classList.contains("none")) return;
+        var fws = variant.dataset.fws.split(" ");
+        variant.querySelectorAll("pre").forEach(function (pre, p) {
+          var details = pre.classList.contains("helper-src") ? pre.closest("details") : null;
+          var where = details ? details.querySelector("summary").firstChild.textContent : "";
+          pre.querySelectorAll(".l").forEach(function (line, n) {
+            var text = line.textContent;
+            corpus.push({row: row, fws: fws, section: section, concept: concept ? concept.textContent : "",
+                         where: where, pre: p, line: n, text: text, lower: text.toLowerCase()});
+          });
+        });
+      });
+    });
+  }
+
+  function labelsOf(fws) {
+    var labels = fws.map(function (key) { return byKey[key].label; });
+    return labels.length > 3 ? labels.slice(0, 2).join(", ") + " and " + (labels.length - 2) + " more" : labels.join(", ");
+  }
+
+  function marked(text, query) {
+    var code = element("code"), at = text.toLowerCase().indexOf(query);
+    code.appendChild(document.createTextNode(text.slice(0, at).replace(/^\s+/, "")));
+    code.appendChild(element("mark", "", text.slice(at, at + query.length)));
+    code.appendChild(document.createTextNode(text.slice(at + query.length)));
+    return code;
+  }
+
+  function search() {
+    var query = searchBox.value.trim().toLowerCase();
+    hits.textContent = "";
+    if (query.length < 2) { hits.hidden = true; return; }
+    if (!corpus) lineIndex();
+    var found = corpus.filter(function (entry) { return entry.lower.indexOf(query) >= 0; });
+    var keys = chosen();
+    hits.appendChild(element("p", "", found.length ? found.length + " lines" + (found.length > MAX_HITS ?
+      ", the first " + MAX_HITS + " listed" : "") : "no line of any framework's code has \u201c" + searchBox.value.trim() + "\u201d"));
+    found.slice(0, MAX_HITS).forEach(function (entry) {
+      var button = element("button", "hit");
+      button.type = "button";
+      button.dataset.fws = entry.fws.join(" ");
+      button.appendChild(element("b", "", labelsOf(entry.fws)));
+      var shown = entry.fws.some(function (key) { return keys.indexOf(key) >= 0; });
+      button.appendChild(element("span", "where", " \u00b7 " + entry.section + (entry.concept ? " \u00b7 " + entry.concept : "") +
+        (entry.where ? " \u00b7 " + entry.where : "") + (shown ? "" : " (not shown)")));
+      button.appendChild(marked(entry.text, query));
+      button.addEventListener("click", function () { reveal(entry); });
+      hits.appendChild(button);
+    });
+    hits.hidden = false;
+  }
+
+  // Show the line a search found: its framework's column (added if not shown), the cell, the line marked.
+  function reveal(entry) {
+    var keys = chosen();
+    var shown = entry.fws.filter(function (key) { return keys.indexOf(key) >= 0; });
+    var key = shown.length ? shown[0] : entry.fws[0];
+    if (!shown.length) { pick(key); render(); }
+    hits.hidden = true;
+    document.querySelectorAll(".found").forEach(function (node) { node.classList.remove("found"); });
+    var cell = Array.prototype.filter.call(entry.row.querySelectorAll(".view > .cell"), function (candidate) {
+      return (candidate.dataset.fws || "").split(" ").indexOf(key) >= 0;
+    })[0];
+    var target = cell || entry.row, pre = cell ? cell.querySelectorAll("pre")[entry.pre] : null;
+    var line = pre ? pre.querySelectorAll(".l")[entry.line] : null;
+    if (line) {
+      var details = line.closest("details");
+      if (details) details.open = true;
+      line.classList.add("found");
+      target = line;
+    }
+    if (cell) cell.classList.add("found");
+    target.scrollIntoView({block: "center"});
+  }
+
+  var query = new URLSearchParams(location.search);
+  var asked = (query.get("fw") || [query.get("left"), query.get("right"), query.get("third")].join(","))
+    .split(",").filter(function (key) { return byKey[key]; });
+  (asked.length ? asked : data.defaults).forEach(pick);
   diffBox.checked = query.get("diff") === "1";
   namesBox.checked = query.get("names") !== "0";
-  picks.concat([diffBox, namesBox]).forEach(function (control) { control.addEventListener("change", render); });
-  window.addEventListener("resize", measure);
+  boxes.forEach(function (box) {
+    box.addEventListener("change", function () {
+      if (box.checked) { pick(box.value); } else { picked = picked.filter(function (key) { return key !== box.value; }); }
+      render();
+    });
+  });
+  [diffBox, namesBox].forEach(function (control) { control.addEventListener("change", render); });
+  searchBox.addEventListener("input", search);
+  searchBox.addEventListener("focus", function () { if (searchBox.value.trim().length > 1) search(); });
+  searchBox.addEventListener("keydown", function (event) { if (event.key === "Escape") hits.hidden = true; });
+  document.addEventListener("click", function (event) {
+    if (!hits.hidden && !event.target.closest(".search")) hits.hidden = true;
+  });
+  window.addEventListener("resize", function () {
+    var was = wrapped;
+    layout(chosen());
+    if (was !== wrapped) { render(); } else { measure(); }
+  });
+  window.addEventListener("hashchange", go);
   render();
-  if (location.hash) {
-    var target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
-    if (target) target.scrollIntoView();
-  }
+  go();
 }());
