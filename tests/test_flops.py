@@ -61,8 +61,8 @@ from common import hyperparams
 from runner import catalog
 
 notebook = json.load(open(str(catalog.notebook_path(catalog.select(["pytorch"], ["transformer"])[0].framework, "transformer"))))
-source = "".join("".join(cell["source"]) for cell in notebook["cells"]
-                 if cell["cell_type"] == "code" and "model" in cell["metadata"].get("tags", []))
+source = "\\n".join("".join(cell["source"]) for cell in notebook["cells"]  # cells end without a newline
+                   if cell["cell_type"] == "code" and "model" in cell["metadata"].get("tags", []))
 params = dict(hyperparams.for_task("transformer", "full"), **json.loads(sys.argv[1]))
 scope = {"torch": torch, "nn": torch.nn, "F": torch.nn.functional, "params": params, "dev": torch.device("cpu"),
          "compiled": lambda model: model}

@@ -61,13 +61,13 @@ def test_notebook_names_its_kernel_and_imports_no_star(path):
     framework = next(f for f in catalog.FRAMEWORKS if path.stem.startswith(f.notebook_prefix + "_"))
     kernels = {catalog.ENVIRONMENTS[v.env].kernel_name for v in framework.variants}
     assert notebook["metadata"]["kernelspec"]["name"] in kernels
-    source = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
+    source = "\n".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
     assert not re.search(r"^\s*from\s+\S+\s+import\s+\*", source, re.M)
 
 
 def test_hyperparameters_are_not_repeated_in_notebooks():
     for path in NOTEBOOKS:
-        source = "".join("".join(c["source"]) for c in load(path)["cells"] if c["cell_type"] == "code")
+        source = "\n".join("".join(c["source"]) for c in load(path)["cells"] if c["cell_type"] == "code")
         assert not re.search(r"\b(lr|learning_rate|momentum|epochs|batch_size)\s*=\s*[0-9]", source), path.name
 
 
