@@ -82,7 +82,8 @@ def build_parser():
 
     run = sub.add_parser("run", help="set up what is missing, run the notebooks, write table and plot")
     run.add_argument("-f", "--frameworks", type=_names, help="comma-separated, default all: " +
-                     ", ".join(catalog.framework_keys()))
+                     ", ".join(catalog.framework_keys()) + "; NAME@RELEASE runs a framework at an earlier release, in "
+                     "an environment of its own, beside its own row (e.g. -f jax@0.8.1,jax)")
     run.add_argument("-t", "--tasks", type=_names, help="comma-separated, default all: " +
                      ", ".join(tasks.TASKS))
     run.add_argument("-p", "--profile", help="one of: {} (default quick)".format(
@@ -164,7 +165,11 @@ def build_parser():
     test.add_argument("pytest_args", nargs=argparse.REMAINDER)
 
     report = sub.add_parser("report", help="rebuild a run's table, plot and HTML report; with several folders, "
-                            "merge them into one table (one column per machine and profile)")
+                            "merge them into one table (one column per machine and profile)",
+                            description="report RESULTS_DIR rebuilds a run's table, plot and HTML report. "
+                            "report A B also compares two runs row by row: B's headline figure over A's, with a 95% "
+                            "interval and a verdict (faster, slower, or within noise; docs/measurements.md). More "
+                            "folders merge into one table, a column per machine and profile.")
     report.add_argument("run_dirs", type=_path, nargs="+", metavar="RESULTS_DIR")
     report.add_argument("--out", type=_path, help="where the merged table goes (default results/merged-<time>)")
 
