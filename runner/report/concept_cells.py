@@ -46,8 +46,19 @@ def parsed(source):
         return None
 
 
+def _stamp(path):
+    """(path, modification time, size): a file's key in the caches below, new with each version of it."""
+    stat = Path(path).stat()
+    return str(path), stat.st_mtime_ns, stat.st_size
+
+
 def helper_imports(path):
-    """{name: frameworks module} of every name the notebook imports from frameworks.<module>."""
+    """{name: (frameworks module, name there)} of every name the notebook imports from frameworks.<module>."""
+    return _imports_in(*_stamp(path))
+
+
+@functools.lru_cache(maxsize=256)
+def _imports_in(path, mtime_ns, size):
     names = {}
     for cell in cells_of(path):
         tree = parsed(cell.source) if cell.kind == "code" else None
@@ -63,25 +74,22 @@ def _names_used(tree):
 
 
 def _module_definitions(module):
-    """{name: (source, tree)} of the top-level functions and classes of frameworks/<module>.py, with the names that
-    module imports from another frameworks module as (module, name) to follow; read once per version of the file."""
-    path = FRAMEWORKS_DIR / (module + ".py")
-    stat = path.stat()
-    return _definitions_in(str(path), stat.st_mtime_ns, stat.st_size)
+    """({name: (source, tree)} of the top-level functions and classes of frameworks/<module>.py, {name: (module,
+    name there)} of the names it imports from another frameworks module), read once per version of the file."""
+    return _definitions_in(*_stamp(FRAMEWORKS_DIR / (module + ".py")))
 
 
 @functools.lru_cache(maxsize=64)
 def _definitions_in(path, mtime_ns, size):
     source = Path(path).read_text()
-    tree = ast.parse(source)
-    found = {}
-    for node in tree.body:
+    definitions, imported = {}, {}
+    for node in ast.parse(source).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            found[node.name] = (ast.get_source_segment(source, node), node)
+            definitions[node.name] = (ast.get_source_segment(source, node), node)
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("frameworks."):
             for alias in node.names:
-                found.setdefault(alias.asname or alias.name, (node.module.split(".", 1)[1], alias.name))
-    return found
+                imported.setdefault(alias.asname or alias.name, (node.module.split(".", 1)[1], alias.name))
+    return definitions, imported
 
 
 def helper_sources(path, sources, depth=2):
@@ -99,19 +107,15 @@ def helper_sources(path, sources, depth=2):
         if (module, name) in seen:
             continue
         seen.add((module, name))
-        definition = _module_definitions(module).get(name)
-        if definition is None:
-            continue
-        if isinstance(definition[0], str) and not isinstance(definition[1], str):
-            text, node = definition
+        definitions, reexported = _module_definitions(module)
+        if name in definitions:
+            text, node = definitions[name]
             shown.append((module, name, text))
-            local = _module_definitions(module)
             for used in sorted(_names_used(node)) if level < depth else ():
-                if used in local and used != name:
-                    target = local[used]
-                    pending.append((target if isinstance(target[1], str) else (module, used)) + (level + 1,))
-        else:
-            pending.append(definition + (level,))  # re-exported from another frameworks module
+                if used != name and (used in definitions or used in reexported):
+                    pending.append(((module, used) if used in definitions else reexported[used]) + (level + 1,))
+        elif name in reexported:  # imported there from another frameworks module
+            pending.append(reexported[name] + (level,))
     return shown
 
 

@@ -29,7 +29,6 @@ and script, Pygments colours, no fetches) and deterministic, so the committed co
 """
 
 import ast
-import functools
 import html
 import json
 import os
@@ -143,17 +142,6 @@ def aliases_of(path, framework_key):
     return sorted(names)
 
 
-@functools.lru_cache(maxsize=4096)
-def _helpers(path, stamp, source):
-    return tuple(concept_cells.helper_sources(Path(path), [source]))
-
-
-def helpers_of(path, source):
-    """[(module, name, source)] of the frameworks/*.py helpers a code cell of the notebook at `path` calls."""
-    stat = Path(path).stat()
-    return _helpers(str(path), (stat.st_mtime_ns, stat.st_size), source)
-
-
 class Renderer(object):
     """Highlighted code, rendered markdown and the links of a page written to `directory`."""
 
@@ -210,7 +198,7 @@ class Renderer(object):
         for cell in cells:
             parts.append(self.code(cell.source))
             apis = [api for name in cell.concepts for api in concepts.apis(framework, name, task)]
-            for module, name, text in helpers_of(path, cell.source):
+            for module, name, text in concept_cells.helper_sources(path, [cell.source]):
                 if (module, name) not in shown:
                     shown.add((module, name))
                     parts.append(self.helper(module, name, text, apis))
