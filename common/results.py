@@ -22,6 +22,8 @@ Schema (version 1); every key is present in every record, None where it does not
                     module (speed_settings); None in older records (added within version 1)
     sweep           in a sweep (run_all.py --sweep), {hyperparameter: value} of this run, set by the runner;
                     None otherwise (added within version 1)
+    kernel_env      with run_all.py --kernel-env, {variable: value} set in this run's kernel's environment by the
+                    runner (XLA_FLAGS, say); None otherwise (added within version 1)
     device          what the framework computed on, e.g. "cpu", "cuda:0"
     environment     common.environment.facts(...)
     params          the hyperparameters used (common.hyperparams.for_task)
@@ -49,7 +51,8 @@ FIELDS = (
     "schema_version", "framework", "variant", "task", "profile", "status", "error", "data", "weights", "device",
     "environment", "params", "timings", "metrics", "notebook", "started_at", "duration_s",
 )
-OPTIONAL_FIELDS = ("model", "precision", "compile", "settings", "sweep")  # present in new records, accepted missing in older ones
+OPTIONAL_FIELDS = ("model", "precision", "compile", "settings", "sweep",  # present in new records, accepted
+                   "kernel_env")  # missing in older ones
 
 
 # A record's ledger: the settings that decide a row's speed, one vocabulary for every framework, so that a reader
@@ -108,18 +111,20 @@ def failure_record(framework, task, profile, status, error, variant=None, notebo
     return record
 
 
-def label(framework, variant=None, precision="auto", compile_mode="default", sweep=None):
+def label(framework, variant=None, precision="auto", compile_mode="default", sweep=None, kernel_env=None):
     """A row's name: the framework's label with its variant, precision and compile mode where they are not the
-    default, and a sweep's value, e.g. 'Keras (jax)', 'PyTorch · bf16 · compiled', 'JAX · batch_size=8'."""
+    default, a sweep's value and the variables set in its kernel's environment, e.g. 'Keras (jax)', 'PyTorch · bf16 ·
+    compiled', 'JAX · batch_size=8', 'JAX · XLA_FLAGS=--xla_cpu_use_onednn=true'."""
     words = [variants.label(precision or "auto", compile_mode or "default")]
     words += ["{}={}".format(key, value) for key, value in sorted((sweep or {}).items())]
+    words += ["{}={}".format(name, value) for name, value in sorted((kernel_env or {}).items())]
     return framework + (" ({})".format(variant) if variant else "") + "".join(" · " + w for w in words if w)
 
 
 def row_label(record):
     """The row's name of a record (older records, without precision and compile, are default runs)."""
     return label(record["framework"], record.get("variant"), record.get("precision"), record.get("compile"),
-                 record.get("sweep"))
+                 record.get("sweep"), record.get("kernel_env"))
 
 
 def first_line(text):

@@ -35,8 +35,45 @@ def why_no_gpu():
     return "JAX {} sees no GPU".format(jax.__version__)
 
 
+# XLA's CPU flags the JAX notebooks (and Keras on JAX) run with where XLA_FLAGS is not set (set, even empty, it is
+# taken as given: `XLA_FLAGS= python3 run_all.py ...` runs XLA's own defaults), each with the first jaxlib known to
+# accept it (XLA stops the process at a flag or value it does not know, so an older jaxlib runs without it). From
+# jaxlib 0.9.1 on, XLA's CPU backend sends every convolution to YNNPACK, which made the CNN 1.6 times and ResNet-50
+# inference 1.5 times as slow on this project's CPU; leaving convolutions out of YNNPACK's fusions brings back 0.9.0's
+# speed (docs/results.md#jaxs-cpu-slowdown-where-it-is-and-what-brings-the-speed-back). jaxlib 0.8.1 refuses the
+# value; 0.9.0.1 is the oldest seen to take it.
+CPU_XLA_FLAGS = (("--xla_cpu_experimental_ynn_fusion_type=-individual_convolution", (0, 9, 0, 1)),)
+
+
+def jaxlib_version():
+    """The installed jaxlib's release as a tuple of numbers ((0, 10, 2)); () where it cannot be read."""
+    from importlib import metadata
+
+    try:
+        text = metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:
+        return ()
+    return tuple(int(part) for part in text.split("+")[0].split(".") if part.isdigit())
+
+
+def set_cpu_flags():
+    """Set XLA_FLAGS to the CPU_XLA_FLAGS this jaxlib accepts, where XLA_FLAGS is not set; XLA reads it once, when its
+    first backend starts, so this runs before that. Returns the flags set."""
+    from jax._src import xla_bridge
+
+    if "XLA_FLAGS" in os.environ or getattr(xla_bridge, "backends_are_initialized", lambda: False)():
+        return []  # the user's flags, as given; or too late for this process: XLA has read its flags
+    version = jaxlib_version()
+    added = [flag for flag, first in CPU_XLA_FLAGS if version >= first]
+    if added:
+        os.environ["XLA_FLAGS"] = " ".join(added)
+    return added
+
+
 def choose_device(device):
-    """The jax.Device arrays go to for the notebook's `device` parameter; "cuda" without a usable GPU raises DeviceError."""
+    """The jax.Device arrays go to for the notebook's `device` parameter; "cuda" without a usable GPU raises DeviceError.
+    XLA's CPU flags (CPU_XLA_FLAGS) are set first, while XLA has yet to read them."""
+    set_cpu_flags()
     if device == "cpu":  # before JAX starts its backends: no attempt at a GPU platform, no warning about one
         jax.config.update("jax_platforms", "cpu")
     kind, chosen["note"] = environment.choose_device(device, NAME, gpu_names(), why_no_gpu)
@@ -148,9 +185,11 @@ def cuda_version():
 def speed_settings(task, dev):
     """The record's ledger (common/results.py SETTINGS) for a JAX notebook of `task` on `dev` (Keras on JAX names its
     own layout and policy): NHWC (Flax's), every step through jax.jit, XLA's autotuning on a GPU unless XLA_FLAGS
-    sets --xla_gpu_autotune_level=0."""
+    sets --xla_gpu_autotune_level=0, and on a CPU the XLA_FLAGS it runs with (CPU_XLA_FLAGS, or what the user set)."""
     on_gpu = dev.platform == "gpu"
-    kernels = "XLA: cuDNN convolutions, cuBLAS matrix products" if on_gpu else "XLA's CPU backend (Eigen)"
+    flags = os.environ.get("XLA_FLAGS", "")
+    kernels = "XLA: cuDNN convolutions, cuBLAS matrix products" if on_gpu else "XLA's CPU backend, XLA_FLAGS {}".format(
+        flags or "empty (XLA's defaults)")
     autotune = "xla_gpu_autotune_level=0" not in os.environ.get("XLA_FLAGS", "") if on_gpu else None
     return results.speed_settings(task, layout="NHWC", compiler="XLA: jax.jit", kernels=kernels, autotune=autotune,
                                   threads=environment.usable_cores(), precision=variants.precision_setting(

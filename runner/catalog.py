@@ -151,6 +151,10 @@ class Framework:
     release: Optional[str] = None  # the release this framework's rows run (at()), None: its environment's own pin
     # where it brings no environment, the one its releases are built on: their rows are its variants on that one
     release_on: Optional[str] = None
+    # variables under which its notebooks run the framework's own defaults rather than this project's settings for it
+    # (JAX's CPU_XLA_FLAGS apply where XLA_FLAGS is unset): what `bisect` runs each release with, to find where a
+    # release's own speed changed
+    own_defaults: tuple = ()
 
     @property
     def own_label(self) -> str:
@@ -190,6 +194,7 @@ class Job:
     compile_mode: str = "default"
     sweep: tuple = ()  # (hyperparameter, value) in a sweep, else ()
     round: int = 1  # with --repeat N, which of the N rounds (its outputs go to run_folder.round_folder)
+    kernel_env: tuple = ()  # with --kernel-env, ((variable, value),) set in its kernel's environment, else ()
 
     @property
     def notebook(self) -> Path:
@@ -202,12 +207,13 @@ class Job:
         stem = self.notebook.stem + (RELEASE_MARK + self.framework.release if self.framework.release else "")
         stem += ("-" + self.variant.name) if self.variant.name else ""
         stem += variants.suffix(self.precision, self.compile_mode)
+        stem += "".join("-" + kernel_env_slug(name, value) for name, value in self.kernel_env)
         return stem + ("-{}-{}".format(*self.sweep) if self.sweep else "")
 
     @property
     def label(self) -> str:
         return results.label(self.framework.label, self.variant.name, self.precision, self.compile_mode,
-                             self.swept or None)
+                             self.swept or None, dict(self.kernel_env) or None)
 
     @property
     def swept(self) -> dict:
@@ -239,7 +245,7 @@ class Job:
     @property
     def is_default(self) -> bool:
         """True for the run the notebook does unless told otherwise: default precision and compile mode, no sweep."""
-        return (self.precision, self.compile_mode) == variants.DEFAULT and not self.sweep
+        return (self.precision, self.compile_mode) == variants.DEFAULT and not self.sweep and not self.kernel_env
 
     @property
     def environment(self) -> Environment:
@@ -292,12 +298,13 @@ FRAMEWORKS: tuple[Framework, ...] = (
         Variant("jax", "jax", (("backend", "jax"),), packages=("keras",)),
         Variant("torch", "pytorch", (("backend", "torch"),), packages=("keras",)),
     ), resnet50="v1", modules=("keras",),  # keras.applications
-        package="keras", release_on="jax"),  # `-f keras@3.6.0`: Keras 3 at a release, on JAX's environment
+        package="keras", release_on="jax",  # `-f keras@3.6.0`: Keras 3 at a release, on JAX's environment
+        own_defaults=(("XLA_FLAGS", ""),)),
     Framework("jax", "JAX", "JAX", (Variant(None, "jax"),), modules=("jax", "flax", "optax"), package="jax", not_equivalent={
         "rnn": "Flax's GRUCell has no recurrent bias: the new gate's one (inside the reset product) is lost and the "
                "reset and update gates get one bias where the reference has two"},
         environment=Environment("jax", "Rosetta: JAX", gpu_builds=("jax-cuda13.txt", "jax-cuda12.txt"),
-                                framework_module="jax")),
+                                framework_module="jax"), own_defaults=(("XLA_FLAGS", ""),)),
     Framework("mxnet", "MXNet", "MXNet", (Variant(None, "mxnet"),), modules=("mxnet",),
               resnet50="v1",  # the Gluon model zoo's resnet50_v1: biases on each bottleneck's 1x1 convolutions
         environment=Environment("mxnet", "Rosetta: MXNet", gpu_builds=("mxnet-cuda112.txt",),
@@ -482,19 +489,28 @@ def absent_selected(frameworks=None):
     return [a for a in ABSENT if a.key in keys]
 
 
-def expand(jobs, precisions=("auto",), compile_modes=None, sweep=None):
-    """Each job once per precision, compile mode (None: its task's own, common/tasks/) and (sweep = (hyperparameter,
-    values)) swept value, grouped under its framework variant and task in that order; a swept hyperparameter multiplies
-    only the tasks that have it, the others run once."""
+def expand(jobs, precisions=("auto",), compile_modes=None, sweep=None, kernel_envs=()):
+    """Each job once per precision, compile mode (None: its task's own, common/tasks/), (sweep = (hyperparameter,
+    values)) swept value and kernel environment (none, then each (variable, value) of `kernel_envs`), grouped under its
+    framework variant and task in that order; a swept hyperparameter multiplies only the tasks that have it, the
+    others run once."""
     expanded = []
     for job in jobs:
         values = [()]
         if sweep and sweep[0] in tasks.get(job.task).hyperparameters:
             values = [(sweep[0], value) for value in sweep[1]]
-        expanded += [dataclasses.replace(job, precision=precision, compile_mode=mode, sweep=value)
+        settings = [()] + [(tuple(setting),) for setting in kernel_envs]
+        expanded += [dataclasses.replace(job, precision=precision, compile_mode=mode, sweep=value, kernel_env=setting)
                      for precision in precisions for mode in compile_modes or tasks.get(job.task).compile_modes
-                     for value in values]
+                     for value in values for setting in settings]
     return expanded
+
+
+def kernel_env_slug(name, value):
+    """A kernel environment's part of a file name: 'XLA_FLAGS-xla_cpu_use_onednn-true' for XLA_FLAGS set to
+    --xla_cpu_use_onednn=true; an empty value is 'XLA_FLAGS-empty'."""
+    words = re.sub(r"[^A-Za-z0-9_.]+", "-", value).strip("-")
+    return "{}-{}".format(name, words or "empty")
 
 
 def environments_for(jobs):

@@ -3,13 +3,14 @@
 Arguments are checked before anything is built, so a typo costs a one-line error (exit 2), not a
 setup. Everything except argument checking, setup and list runs inside the runner's own environment
 (.envs/runner), which this module creates and then re-executes itself in. The commands live with their
-parts: run in runner/run/batch.py; setup, list and test in runner/run/setup_commands.py; report and
-rosetta in runner/report/commands.py.
+parts: run in runner/run/batch.py; setup, list and test in runner/run/setup_commands.py; report,
+rosetta and site in runner/report/commands.py.
 """
 
 import argparse
 import ast
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from runner import catalog, pipeline, run_folder
 from runner.run import batch, environments, setup_commands
 from runner.run.settings import RunSettings
 
-COMMANDS = ("run", "setup", "test", "report", "rosetta", "list", "lock", "prune", "node")
+COMMANDS = ("run", "setup", "test", "report", "rosetta", "site", "list", "lock", "prune", "node", "bisect")
 
 DATA_SOURCES = ("auto", "real", "synthetic")  # common.datasets.SOURCES, which needs numpy: this runs before it exists
 
@@ -56,6 +57,14 @@ def _sweep(text):
     return key.strip(), [_literal(value) for value in _names(values)]
 
 
+def _kernel_env(text):
+    name, mark, value = text.partition("=")
+    if not mark or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+        raise argparse.ArgumentTypeError("expected NAME=VALUE, a variable of the kernel's environment, got {!r}".format(
+            text))
+    return (name, value)
+
+
 def _path(text):
     """A path option made absolute against the folder the command runs from, `~` expanded and symbolic links kept."""
     # once, here: the kernels and subprocesses start in other folders; a venv's python is a link that must stay one;
@@ -75,8 +84,8 @@ def build_parser():
     parser = _Parser(
         prog="run_all.py",
         description="Run the DL Rosetta Stone notebooks on their framework kernels and build the results table.",
-        epilog="Commands: run (default), setup, test, report, rosetta, list, lock, prune, node. `run_all.py COMMAND -h` "
-               "explains each.",
+        epilog="Commands: run (default), setup, test, report, rosetta, site, list, lock, prune, node, bisect. "
+               "`run_all.py COMMAND -h` explains each.",
     )
     sub = parser.add_subparsers(dest="command")
 
@@ -103,6 +112,10 @@ def build_parser():
         "inference default and on, the others default; default alone with --precision or --sweep)")
     run.add_argument("--sweep", type=_sweep, metavar="KEY=V1,V2,...", help="run each notebook whose task has the "
                      "hyperparameter once per value, and plot throughput against it, e.g. --sweep batch_size=1,8,32")
+    run.add_argument("--kernel-env", dest="kernel_envs", type=_kernel_env, action="append", default=[],
+                     metavar="NAME=VALUE", help="run each notebook once more with this variable set in its kernel's "
+                     "environment, a row of its own beside the notebook's as it stands (repeatable, each a row), e.g. "
+                     "--kernel-env XLA_FLAGS=--xla_cpu_use_onednn=true")
     run.add_argument("--devices", type=int, metavar="N", help="data-parallel training on 1 and on N devices (GPUs, or "
                      "processes sharing the CPU), for the scaling efficiency: --sweep devices=1,N")
     run.add_argument("--repeat", type=int, metavar="N", help="run every notebook N times, in N rounds each in its own "
@@ -177,6 +190,21 @@ def build_parser():
                              "concept index docs/rosetta/index.html from notebooks/, and docs/scaling.png")
     rosetta.add_argument("--out", type=_path, help="folder to write them to (default docs/rosetta)")
 
+    site = sub.add_parser("site", help="write the static site (front page, executed notebooks, Rosetta pages, results, "
+                          "docs) into site/ from a run folder, by default the reference run docs/reference/",
+                          description="site [RUN_FOLDER] writes into site/ a static site to read without running "
+                          "anything (what GitHub Pages publishes): a front page with a grid of frameworks and tasks, every "
+                          "executed notebook of the run folder with its outputs and where it ran, the concept index and "
+                          "task pages, the run's results, and the docs. Relative links only, nothing fetched, the same "
+                          "bytes from the same inputs. site --keep RUN_FOLDER first makes a finished run the reference "
+                          "run, docs/reference/ (outputs kept small), then builds from it.")
+    site.add_argument("run_dir", type=_path, nargs="?", metavar="RUN_FOLDER", help="the run folder to build from "
+                      "(default docs/reference/, the reference run kept in the repository)")
+    site.add_argument("--out", type=_path, help="folder to write the site to (default site/; a site written there "
+                      "before is replaced)")
+    site.add_argument("--keep", action="store_true", help="first replace docs/reference/ with RUN_FOLDER, a finished "
+                      "run: its executed notebooks with small outputs, records, tables and PNG plots; prints its size")
+
     sub.add_parser("list", help="frameworks, tasks and environments, and which environments are built")
 
     lock = sub.add_parser("lock", help="regenerate the locks envs/<env>.lock (every package, exact version and "
@@ -187,6 +215,22 @@ def build_parser():
     prune = sub.add_parser("prune", help="remove frameworks' release environments (.envs/jax@0.6.2, its log and "
                            "kernel); envs/versions/ keeps what rebuilds them")
     prune.add_argument("envs", nargs="*", help="release environments, default every one built")
+    bisect = sub.add_parser(
+        "bisect", help="find between which two releases a framework's speed on a task stepped",
+        description="bisect FRAMEWORK GOOD BAD -t TASK tries the releases PyPI has from GOOD to BAD in binary-search "
+        "order, each in the environment -f NAME@RELEASE builds (its lock kept in envs/versions/), three at a time in "
+        "interleaved rounds, until two adjacent releases bracket a step beyond the noise, or GOOD and BAD are within "
+        "noise of each other. It prints its plan first, a line per release as it goes, and ends with the step's ratio, "
+        "its interval, and the packages that differ between the two releases' locks. Frameworks with releases: " +
+        ", ".join(f.key for f in catalog.FRAMEWORKS if f.package) + ".")
+    bisect.add_argument("framework", help="the framework, as -f names it (jax)")
+    bisect.add_argument("good", metavar="GOOD", help="the older release (0.8.1)")
+    bisect.add_argument("bad", metavar="BAD", help="the newer release (0.10.2)")
+    bisect.add_argument("-t", "--task", required=True, choices=list(tasks.TASKS), help="the task timed")
+    bisect.add_argument("-p", "--profile", default="quick", help="the run profile (default quick)")
+    bisect.add_argument("--repeat", type=int, default=3, metavar="N", help="rounds per step (default 3)")
+    bisect.add_argument("--results", type=_path, default=catalog.REPO / "results", help="where its folder goes "
+                        "(results/bisect-<time>-<framework>-<good>-<bad>, a run folder per step inside)")
     return parser
 
 
@@ -238,7 +282,12 @@ def parse(argv):
             devices_as_sweep(args)
         if args.sweep:
             check_sweep(args, selected_tasks)
-        args.jobs = catalog.expand(args.jobs, args.precisions, args.compile_modes, args.sweep)
+        args.kernel_envs = [tuple(setting) for setting in args.kernel_envs or []]  # a resumed run stored lists
+        slugs = [catalog.kernel_env_slug(*setting) for setting in args.kernel_envs]
+        if len(set(slugs)) < len(slugs):
+            raise UsageError("--kernel-env: each setting once (and each with a name of its own in file names: {})"
+                             .format(", ".join(slugs)))
+        args.jobs = catalog.expand(args.jobs, args.precisions, args.compile_modes, args.sweep, args.kernel_envs)
         if args.resume is not None:
             check_resumable(args)  # the jobs as run.json stored them: with their variants and swept values
         if args.timeout is None:
@@ -273,10 +322,24 @@ def parse(argv):
             raise UsageError("--python adopts an interpreter on this machine; leave out --on ray")
     if args.command == "node" and args.address is not None and (args.token_file or args.show_token):
         raise UsageError("--token-file and --show-token are a head's: a node joining --address has the token already")
+    if args.command == "bisect":
+        try:
+            hyperparams.check_profile(args.profile)
+            for end in (args.good, args.bad):
+                catalog.framework(args.framework + catalog.RELEASE_MARK + end)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        if args.repeat < 1:
+            raise UsageError("--repeat {}: must be 1 or more".format(args.repeat))
     if args.command == "report":
         for run_dir in args.run_dirs:
             if not run_dir.is_dir():
                 raise UsageError("no such results folder: {}".format(run_dir))
+    if args.command == "site":
+        if args.keep and args.run_dir is None:
+            raise UsageError("site --keep needs the finished run folder to keep: site --keep results/<run>")
+        if args.run_dir is not None and not args.run_dir.is_dir():
+            raise UsageError("no such run folder: {}".format(args.run_dir))
     return args
 
 RUN_DEFAULTS = {"profile": "quick", "data": "auto", "device": "auto", "seed": 0, "precisions": ["auto"], "repeat": 1}
@@ -295,6 +358,7 @@ def run_settings(args):
         device=args.device, threads=args.threads, threads_default=args.threads_default, seed=args.seed,
         overrides=dict(args.overrides), timeout=args.timeout, no_equivalence=bool(args.no_equivalence),
         precisions=args.precisions, compile_modes=args.compile_modes, sweep=args.sweep, repeat=args.repeat,
+        kernel_envs=[list(setting) for setting in args.kernel_envs],
         results=args.results, resume=args.resume, setup=not args.no_setup, build=build_choice(args),
         wheels=args.wheels, quiet=args.quiet, on=args.on, address=args.address, each_gpu_kind=args.each_gpu_kind,
         round_orders=getattr(args, "round_orders", None), recheck=args.recheck)
@@ -385,6 +449,21 @@ def in_runner_env():
     return environments.installation(catalog.ENVIRONMENTS["runner"]).runs_this_process()
 
 
+def bisect_command(args):
+    """The bisect command (runner/bisect.py), each of its steps a run of the run command; its exit status."""
+    from runner import bisect
+
+    def run(argv):
+        return pipeline.run(run_settings(parse(argv)))
+
+    try:
+        return bisect.bisect(args.framework, args.good, args.bad, args.task, run, repeat=args.repeat,
+                             profile=args.profile, results=args.results)
+    except (bisect.BisectError, UsageError) as error:
+        print("run_all.py: error: {}".format(error), file=sys.stderr)
+        return USAGE_ERROR
+
+
 def main(argv=None):
     """Entry point of run_all.py; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
@@ -426,6 +505,10 @@ def main(argv=None):
         return report_commands.report(args.run_dirs, out=args.out)
     if args.command == "rosetta":
         return report_commands.rosetta(out=args.out)
+    if args.command == "site":
+        return report_commands.site(args.run_dir, out=args.out, keep=args.keep)
+    if args.command == "bisect":
+        return bisect_command(args)
     if args.command == "node":
         return on_ray.node_command(args.address, ip=args.ip, port=args.port, num_gpus=args.num_gpus, setup=args.setup,
                                    token_file=args.token_file, show_token=args.show_token)

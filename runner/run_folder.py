@@ -8,6 +8,7 @@ checks' progress lines and the report's cells alike. It uses the standard librar
 
 import hashlib
 import json
+import subprocess
 from pathlib import Path
 
 from common import results, tasks
@@ -248,6 +249,21 @@ def data_parallel_verdict(result):
 def notebook_digest(path):
     """sha256 of a stored notebook, so that --resume can tell a notebook changed since the run began."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def checkout_commit():
+    """The checkout's commit (12 hex digits), with '+ local changes' where its tracked files differ from it; None
+    where git cannot say."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=str(catalog.REPO), capture_output=True,
+                              text=True, timeout=30)
+        changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=str(catalog.REPO),
+                                 capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + (" + local changes" if changed.returncode == 0 and changed.stdout.strip() else "")
 
 
 def write_run_file(run_dir, parameters):

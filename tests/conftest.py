@@ -40,7 +40,7 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # ever
 # Test files whose tests share runs that one of them makes (session fixtures, the check's folders): with pytest-xdist
 # (`run_all.py test` runs two workers) each set goes to one worker, every other test to whichever is free
 RUN_TOGETHER = {"test_notebooks.py": "notebook runs", "test_equivalence.py": "notebook runs",
-                "test_data_parallel.py": "data-parallel steps", "test_browser.py": "browser",
+                "test_data_parallel.py": "data-parallel steps", "test_browser.py": "browser", "test_site.py": "browser",
                 "test_on_ray.py": "Ray clusters on the loopback addresses"}
 
 # Train rows whose notebook runs on one device only (keras.distribution is JAX's), and the words of its refusal of two

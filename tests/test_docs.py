@@ -183,7 +183,7 @@ def test_commands_md_has_a_section_for_each_command_of_run_all_and_no_other():
     assert sections == run_all_commands(), "docs/commands.md's '## <command>' sections against run_all.py -h"
 
 
-@pytest.mark.parametrize("command", ["run", "setup", "report", "rosetta", "list"])
+@pytest.mark.parametrize("command", ["run", "setup", "report", "rosetta", "site", "list"])
 def test_commands_md_mentions_every_option_of_a_command_in_its_section(command):
     """Each long option `run_all.py COMMAND -h` shows is in that command's section (`test` hands its arguments to
     pytest, and asking it for -h builds the environments first)."""

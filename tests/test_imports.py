@@ -17,7 +17,8 @@ ALLOWED = {
     "checks": GROUND | {"checks", "run"},
     "run": GROUND | {"run"},
     "pipeline": GROUND | {"run", "checks", "report"},
-    "cli": GROUND | {"pipeline", "run", "checks", "report"},
+    "bisect": GROUND | {"run", "report"},  # runs the run command it is given (cli passes pipeline's), reads its folders
+    "cli": GROUND | {"pipeline", "bisect", "run", "checks", "report"},
 }
 
 

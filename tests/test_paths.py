@@ -34,6 +34,8 @@ def test_no_option_takes_a_path_as_given():
     (["setup", "pytorch", "--python", "rel/out"], "python"),
     (["report", "x", "--out", "rel/out"], "out"),
     (["rosetta", "--out", "rel/out"], "out"),
+    (["site", "--out", "rel/out"], "out"),
+    (["site", "rel/out"], "run_dir"),
 ])
 def test_a_relative_path_option_is_made_absolute_against_the_current_folder(argv, name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

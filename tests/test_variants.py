@@ -106,3 +106,33 @@ def test_the_runner_writes_a_refused_compile_mode_s_row_without_starting_a_kerne
     assert record["status"] == "unsupported" and record["error"] == (
         "Ok cannot run compile_mode=on: the fixture compiles every step as written")
     assert not (run_dir / "OK_CNN-compiled.ipynb").exists() and (run_dir / "OK_CNN.ipynb").exists()
+
+
+JAX_CPU_FLAGS = """
+import json, os, sys
+from frameworks import jax as jax_module
+answers = {"defaults": [list(pair) for pair in jax_module.CPU_XLA_FLAGS], "jaxlib": list(jax_module.jaxlib_version())}
+jax_module.CPU_XLA_FLAGS = (("--xla_cpu_experimental_ynn_fusion_type=", (0, 8, 1)), ("--xla_cpu_not_yet=1", (99,)))
+for given in ("--xla_cpu_experimental_ynn_fusion_type=reduce", ""):  # the user's own, even empty, stays as given
+    os.environ["XLA_FLAGS"] = given
+    answers[repr(given)] = [jax_module.set_cpu_flags(), os.environ["XLA_FLAGS"]]
+os.environ.pop("XLA_FLAGS")
+answers["unset"] = [jax_module.set_cpu_flags(), os.environ["XLA_FLAGS"]]
+dev = jax_module.choose_device("cpu")  # XLA starts with them: a flag it did not know would stop this process
+answers["ledger"] = jax_module.speed_settings("cnn", dev)["kernels"]
+os.environ.pop("XLA_FLAGS")
+answers["late"] = jax_module.set_cpu_flags()  # XLA has read its flags: nothing more is set
+json.dump(answers, sys.stdout)
+"""
+
+
+def test_jax_s_cpu_flags_are_set_before_xla_starts_where_its_jaxlib_knows_them_and_the_user_set_none():
+    answers = json_from_environment("jax", JAX_CPU_FLAGS)
+    assert answers["jaxlib"][:2] >= [0, 8]
+    assert all(flag.startswith("--xla_cpu_") and len(first) >= 3 for flag, first in answers["defaults"])
+    assert answers[repr("--xla_cpu_experimental_ynn_fusion_type=reduce")] == [
+        [], "--xla_cpu_experimental_ynn_fusion_type=reduce"]
+    assert answers[repr("")] == [[], ""]
+    assert answers["unset"] == [["--xla_cpu_experimental_ynn_fusion_type="], "--xla_cpu_experimental_ynn_fusion_type="]
+    assert answers["ledger"] == "XLA's CPU backend, XLA_FLAGS --xla_cpu_experimental_ynn_fusion_type="
+    assert answers["late"] == []

@@ -1,11 +1,14 @@
-"""The report and rosetta commands: rebuild a results folder's report or merge several folders into one table, from
-their records and verdict files alone; write the Rosetta pages and the concept index from the stored notebooks."""
+"""The report, rosetta and site commands: rebuild a results folder's report or merge several folders into one table,
+from their records and verdict files alone; write the Rosetta pages and the concept index from the stored notebooks;
+write the static site from a run folder, or keep a run folder as the reference run the site is built from."""
 
 import datetime
 import sys
+import time
 
 from runner import catalog, run_folder
-from runner.report import html_pages, plots, rosetta_pages, run_report, table
+from runner.report import html_pages, plots, reference, rosetta_pages, run_report, table
+from runner.report import site as static_site
 
 
 def report(run_dirs, out=None):
@@ -50,4 +53,30 @@ def rosetta(out=None):
         print("wrote", path)
     if out is None:
         print("wrote", plots.plot_scaling(plots.SCALING_PLOT))
+    return 0
+
+
+def site(run_dir=None, out=None, keep=False):
+    """Write the static site (runner/report/site.py) into `out` (default site/) from `run_dir` (default the reference
+    run, docs/reference/); with `keep`, first make `run_dir` the reference run, kept small (runner/report/reference.py),
+    and build from it. Exit 1 with a one-line error where there is no run folder to build from."""
+    started = time.monotonic()
+    out = out or static_site.SITE_DIR
+    try:
+        if keep:
+            files, size = reference.keep(run_dir)
+            print("kept {} as the reference run: {} files, {:.1f} MB in {}".format(
+                run_dir, files, size / 1e6, reference.REFERENCE_DIR))
+            if size > reference.SIZE_LIMIT:
+                print("run_all.py: warning: the reference run is {:.1f} MB, over the {:.0f} MB it should stay under".format(
+                    size / 1e6, reference.SIZE_LIMIT / 1e6), file=sys.stderr)
+            run_dir = reference.REFERENCE_DIR
+        written = static_site.build(run_dir, out)
+    except (static_site.SiteError, reference.KeepError) as error:
+        print("run_all.py: error: {}".format(error), file=sys.stderr)
+        return 1
+    size = sum((out / path).stat().st_size for path in written)
+    pages = sum(1 for path in written if path.endswith(".html"))
+    print("site: {} pages, {} files, {:.1f} MB in {} ({:.1f} s); open {}".format(
+        pages, len(written), size / 1e6, out, time.monotonic() - started, out / "index.html"))
     return 0

@@ -70,9 +70,16 @@ def _cell(column, text, source, links):
     return inner
 
 
-def table_html(model, links=None, bars=True):
+def row_id(notebook):
+    """The id of a row of a run's tables that shows the run of `notebook` (an executed notebook's file name):
+    row-PyTorch_CNN, row-Keras_CNN-jax."""
+    return "row-" + (notebook[:-len(".ipynb")] if notebook.endswith(".ipynb") else notebook)
+
+
+def table_html(model, links=None, bars=True, row_ids=False):
     """One table of the model as HTML, with a bar beside each headline figure; framework names link to `links`
-    ({notebook name: html name}); the rows' notes follow it."""
+    ({notebook name: html name}); with `row_ids`, each row of a notebook's run has its row_id; the rows' notes
+    follow it."""
     links = links or {}
     metric = model.task.headline[0]
     values = [r.source[metric] for r in model.rows if r.source and r.source[metric] is not None]
@@ -90,7 +97,10 @@ def table_html(model, links=None, bars=True):
             if bars and column.headline:
                 value = r.source[metric] if r.source else None
                 cells.append('<td class="{}">{}</td>'.format(BAR_CLASS, _bar(value, largest)))
-        lines.append("<tr>" + "".join(cells) + "</tr>")
+        opening = "<tr>"
+        if row_ids and r.source and r.source.get("notebook"):
+            opening = '<tr id="{}">'.format(_e(row_id(r.source["notebook"])))
+        lines.append(opening + "".join(cells) + "</tr>")
     lines.append("</table>")
     lines += ['<p class="note">{}</p>'.format(_e(note)) for note in model.notes]
     return "\n".join(lines)
@@ -135,13 +145,19 @@ def _settings_table(records):
 
 def run_page(run_dir, records, links, checks=None):
     """The report page of one run folder as HTML; `checks` defaults to the run's equivalence checks."""
+    return _page("DL Rosetta Stone: results of {}".format(Path(run_dir).name), run_body(run_dir, records, links, checks))
+
+
+def run_body(run_dir, records, links, checks=None, row_ids=False):
+    """The body of a run's report page (its tables, plots, ledger and environments) as HTML, for run_page and for
+    the site's results page (runner/report/site.py, which asks for `row_ids` to link each notebook to its row)."""
     if checks is None:
         checks = run_folder.load_checks(run_dir)
     model = table.build(records, checks)
     body = ['<p class="note">Profile <b>{}</b> on {}.</p>'.format(_e(", ".join(model.profiles) or "-"),
                                                                  _e("; ".join(model.hardware) or "-"))]
     for task_table in model.tables:
-        body += ["<h2>{}</h2>".format(_e(task_table.title)), table_html(task_table, links)]
+        body += ["<h2>{}</h2>".format(_e(task_table.title)), table_html(task_table, links, row_ids=row_ids)]
     body += ['<p class="note">{}</p>'.format(_e(note)) for note in model.notes]
     sweeps = table.sweep_tables(records, checks)
     for sweep_table in sweeps:
@@ -166,7 +182,7 @@ def run_page(run_dir, records, links, checks=None):
     body += ["<h2>Environment</h2>", _environment_table(records),
              '<p class="note">Each framework name links to its executed notebook. Tables: results.md, results.csv, '
              'results.json; plot: results.png.</p>']
-    return _page("DL Rosetta Stone: results of {}".format(Path(run_dir).name), "\n".join(body))
+    return "\n".join(body)
 
 
 def write_run_page(run_dir, records=None, checks=None):

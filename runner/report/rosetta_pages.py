@@ -143,7 +143,10 @@ def aliases_of(path, framework_key):
 
 
 class Renderer(object):
-    """Highlighted code, rendered markdown and the links of a page written to `directory`."""
+    """Highlighted code, rendered markdown and the links of a page written to `directory`. A subclass may point the
+    links elsewhere (runner/report/site.py: the notebooks rendered with their outputs) and add a `home` link."""
+
+    home = None  # (text, href) of a link the navigation shows before the pages' own: none here
 
     def __init__(self, directory):
         self.directory = Path(directory).resolve()
@@ -359,8 +362,9 @@ def _framework_picker(frameworks, name):
         name, f["key"], html.escape(f["label"])) for f in frameworks)
 
 
-def _nav(current):
-    links = ['<a href="index.html"{}>Concepts</a>'.format(' aria-current="page"' if current == "index" else "")]
+def _nav(current, home=None):
+    links = ['<a href="{}">{}</a>'.format(html.escape(home[1]), html.escape(home[0]))] if home else []
+    links += ['<a href="index.html"{}>Concepts</a>'.format(' aria-current="page"' if current == "index" else "")]
     links += ['<a href="{}.html"{}>{}</a>'.format(key, ' aria-current="page"' if key == current else "",
                                                   html.escape(short_title(key))) for key in tasks.TASKS]
     return " ".join(links)
@@ -375,9 +379,10 @@ def _data(value):
     return json.dumps(value, sort_keys=True).replace("</", "<\\/")
 
 
-def page(task, directory=DOCS_DIR):
-    """The Rosetta page of `task` as an HTML string, its links written from `directory` (where it is written)."""
-    return _page(task, Renderer(directory))
+def page(task, directory=DOCS_DIR, renderer=None):
+    """The Rosetta page of `task` as an HTML string, its links written from `directory` (where it is written) by
+    `renderer` (a Renderer of that folder, by default the plain one)."""
+    return _page(task, renderer or Renderer(directory))
 
 
 def _page(task, renderer):
@@ -403,8 +408,9 @@ def _page(task, renderer):
     data = {"frameworks": frameworks, "defaults": defaults,
             "sections": {tag: tasks.section_title(tag) for tag in notebooks.sections}}
     return _fill("rosetta.html", {
-        "TITLE": html.escape(tasks.TASKS[task].title), "NAV": _nav(task), "PICKS": _framework_picker(frameworks, "fw"),
-        "HEADS": heads, "SECTIONS": "\n".join(sections), "DATA": _data(data), "COUNT": str(len(frameworks)),
+        "TITLE": html.escape(tasks.TASKS[task].title), "NAV": _nav(task, renderer.home),
+        "PICKS": _framework_picker(frameworks, "fw"), "HEADS": heads,
+        "SECTIONS": "\n".join(sections), "DATA": _data(data), "COUNT": str(len(frameworks)),
         "CSS": (TEMPLATES / "rosetta.css").read_text() + renderer.formatter.get_style_defs(".highlight"),
         "SCRIPT": (TEMPLATES / "rosetta.js").read_text(),
     })
@@ -438,9 +444,10 @@ def _entry(renderer, framework, task, concept, notebooks):
         html.escape(concept.tag), html.escape(path.name))), [notebook_link, page_link]
 
 
-def index_page(directory=DOCS_DIR):
-    """The concept index as an HTML string, its links written from `directory` (where it is written)."""
-    return _index_page(Renderer(directory))
+def index_page(directory=DOCS_DIR, renderer=None):
+    """The concept index as an HTML string, its links written from `directory` (where it is written) by `renderer`
+    (a Renderer of that folder, by default the plain one)."""
+    return _index_page(renderer or Renderer(directory))
 
 
 def _index_page(renderer):
@@ -477,24 +484,25 @@ def _index_page(renderer):
     data = {"frameworks": frameworks, "defaults": list(INDEX_FRAMEWORKS), "defaultTasks": list(INDEX_TASKS),
             "tasks": {task: short_title(task) for task in tasks.TASKS}}
     return _fill("index.html", {
-        "NAV": _nav("index"), "PICKS": _framework_picker(frameworks, "fw"), "TASKS": task_picks, "HEADS": heads,
+        "NAV": _nav("index", renderer.home), "PICKS": _framework_picker(frameworks, "fw"), "TASKS": task_picks, "HEADS": heads,
         "ROWS": "\n".join(rows), "DATA": _data(data), "COUNT": str(len(concepts.CONCEPTS)),
         "CSS": (TEMPLATES / "rosetta.css").read_text() + renderer.formatter.get_style_defs(".highlight"),
         "SCRIPT": (TEMPLATES / "index.js").read_text(),
     })
 
 
-def write_pages(directory=DOCS_DIR):
+def write_pages(directory=DOCS_DIR, renderer=None):
     """Write one Rosetta page per task into `directory`, then the concept index (index.html); return their paths.
-    The pages link to each notebook's source by its path relative to `directory`."""
+    The pages link to each notebook's source by its path relative to `directory`, or where `renderer` (a Renderer of
+    `directory`) points them."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for task in tasks.TASKS:
         path = directory / (task + ".html")
-        path.write_text(page(task, directory))
+        path.write_text(page(task, directory, renderer))
         written.append(path)
     path = directory / "index.html"
-    path.write_text(index_page(directory))
+    path.write_text(index_page(directory, renderer))
     written.append(path)
     return written

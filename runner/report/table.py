@@ -47,7 +47,8 @@ def read_records(run_dir):
 def row_identity(record):
     """What names a row across rounds: its task, framework, variant, precision, compile mode and swept value."""
     return (record["task"], record["framework"], record.get("variant"), record.get("precision") or "auto",
-            record.get("compile") or "default", tuple(sorted((record.get("sweep") or {}).items())))
+            record.get("compile") or "default", tuple(sorted((record.get("sweep") or {}).items())),
+            tuple(sorted((record.get("kernel_env") or {}).items())))
 
 
 def headline_of(record):
@@ -99,7 +100,8 @@ def order_records(records):
         return (task_order.index(record["task"]), rank, record["framework"], record.get("variant") or "",
                 list(variants.PRECISIONS).index(precision) if precision in variants.PRECISIONS else 99,
                 list(variants.COMPILE_MODES).index(mode) if mode in variants.COMPILE_MODES else 99,
-                [(name, str(type(value)), value) for name, value in sweep])
+                [(name, str(type(value)), value) for name, value in sweep],
+                sorted((record.get("kernel_env") or {}).items()))
 
     return sorted(records, key=key)
 
@@ -274,6 +276,7 @@ FIELDS = (
     Field("precision", lambda f: f.record.get("precision") or "auto"),  # asked for: --precision, the notebook's
     Field("compile_mode", lambda f: f.record.get("compile") or "default"),  # asked for: --compile, the notebook's
     Field("settings", lambda f: settings_text(f.record.get("settings"))),  # what decides its speed: its ledger
+    Field("kernel_env", lambda f: f.record.get("kernel_env") or None),  # --kernel-env: set by the runner
     Field("sweep_key", lambda f: f.sweep(0)),
     Field("sweep_value", lambda f: f.sweep(1)),
     Field("samples_per_s", lambda f: samples_per_s(f.record)),
@@ -438,12 +441,14 @@ def label(r):
     """A row's name: the framework with its variant, precision, compile mode and swept value where they are not the
     default, e.g. 'Keras (jax)', 'PyTorch · bf16 · compiled' (common.results.label of the row)."""
     sweep = {r["sweep_key"]: r["sweep_value"]} if r.get("sweep_key") else None
-    return results.label(r["framework"], r.get("variant"), r.get("precision"), r.get("compile_mode"), sweep)
+    return results.label(r["framework"], r.get("variant"), r.get("precision"), r.get("compile_mode"), sweep,
+                         r.get("kernel_env"))
 
 
 def is_default(r):
     """True for a row of the notebook as it stands: default precision and compile mode, no sweep."""
-    return (r.get("precision") or "auto", r.get("compile_mode") or "default") == variants.DEFAULT and not r.get("sweep_key")
+    return ((r.get("precision") or "auto", r.get("compile_mode") or "default") == variants.DEFAULT
+            and not r.get("sweep_key") and not r.get("kernel_env"))
 
 
 def number(value, digits=1):
@@ -969,7 +974,7 @@ def version_tables(records, checks=None):
     groups = {}
     for record, r in zip(records, rows):
         identity = (r["task"], release_of(r)[0], r["variant"], r["precision"], r["compile_mode"], r["sweep_key"],
-                    repr(r["sweep_value"]))
+                    repr(r["sweep_value"]), repr(r["kernel_env"]))
         groups.setdefault(identity, []).append((record, r))
     tables = []
     for identity, members in groups.items():

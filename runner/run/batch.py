@@ -53,6 +53,7 @@ def write_run_file(settings, run_dir, orders):
     stored["tasks"] = stored["tasks"] or list(tasks.TASKS)
     stored["round_orders"] = orders
     stored["notebooks"] = {job.stem: run_folder.notebook_digest(job.notebook) for job in settings.jobs}
+    stored["commit"] = run_folder.checkout_commit()  # the code it ran, for whoever reads its results (the site)
     run_folder.write_run_file(run_dir, stored)
 
 

@@ -80,14 +80,16 @@ class WatchedKernelManager(AsyncKernelManager):
     log_path = None
     stop = None  # the running run's stop (kernels_ended_on), set once a signal stops it
 
+    extra_env = {}  # variables set in this notebook's kernel's environment (run --kernel-env)
+
     @classmethod
-    def for_notebook(cls, log_path):
-        """A subclass for one notebook, its kernel's output going to `log_path`."""
+    def for_notebook(cls, log_path, extra_env=None):
+        """A subclass for one notebook, its kernel's output going to `log_path`, `extra_env` set in its environment."""
         return type(cls.__name__, (cls,), {"watch": {"process": None, "exit": None, "peak_kb": None},
-                                           "log_path": log_path})
+                                           "log_path": log_path, "extra_env": dict(extra_env or {})})
 
     async def _async_pre_start_kernel(self, **kw):
-        kw["env"] = kernel_environ(kw.get("env", os.environ))
+        kw["env"] = dict(kernel_environ(kw.get("env", os.environ)), **self.extra_env)
         return await super()._async_pre_start_kernel(**kw)
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
@@ -337,7 +339,7 @@ def _kill_group(pid):
 
 
 def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout, show_output=True, together=None,
-                 name=None, say=None):
+                 name=None, say=None, extra_env=None):
     """Execute a notebook; return its Outcome, whose status is 'ok', 'failed', 'timeout' or 'unsupported'.
 
     `timeout` bounds the whole notebook: each cell may use only what is left of it. The executed notebook is saved
@@ -345,7 +347,8 @@ def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout,
     notebook cut short by a full disk is dropped, never left half-written among the results). The kernel's own
     output goes to its log (run_folder.kernel_log_path); a kernel that dies before it replies to kernel_info is
     started again, up to KERNEL_STARTS starts, each said by `say`. With `together` (a Together), the notebook is one
-    machine of several, named `name`: the first of them that does not finish stops the others.
+    machine of several, named `name`: the first of them that does not finish stops the others. `extra_env`: variables
+    set in the kernel's environment.
     """
     environments.use_project_kernels()
     if show_output:
@@ -359,7 +362,7 @@ def run_notebook(input_path, output_path, kernel_name, parameters, cwd, timeout,
     try:
         with _stopped_with(together, lambda: current["manager"] and current["manager"].watch):
             while True:
-                current["manager"] = manager = WatchedKernelManager.for_notebook(log_path)
+                current["manager"] = manager = WatchedKernelManager.for_notebook(log_path, extra_env)
                 starts += 1
                 status, error = _execute(input_path, partial, kernel_name, parameters, cwd, timeout, show_output,
                                          deadline, kills_before, manager)
@@ -476,6 +479,7 @@ def failure_record(job, profile, status, error, notebook=None, duration_s=None):
                                     notebook=notebook, duration_s=duration_s, precision=job.precision,
                                     compile_mode=job.compile_mode)
     record["sweep"] = job.swept or None
+    record["kernel_env"] = dict(job.kernel_env) or None
     record["release"] = job.framework.release
     return record
 
@@ -520,7 +524,7 @@ def run_job(job, run_dir, profile, parameters, timeout, show_output=True, watch=
     started = time.time()
     outcome = run_notebook(job.notebook, output, job.environment.kernel_name,
                            notebook_parameters(job, profile, parameters, record_path), run_dir, timeout, show_output,
-                           together=together, name=name, say=say)
+                           together=together, name=name, say=say, extra_env=dict(job.kernel_env))
     elapsed = round(time.time() - started, 3)
     extra = dict(outcome.record_fields())
     if watched:
@@ -548,6 +552,7 @@ def finish_record(job, run_dir, profile, status, error, elapsed, extra=None):
         record.update(framework=job.framework.label, release=job.framework.release)
     record["notebook"] = output.name
     record["sweep"] = job.swept or None
+    record["kernel_env"] = dict(job.kernel_env) or None
     record["round"] = job.round
     record.update(extra or {})
     results.write_result(str(record_path), record, status=record["status"])

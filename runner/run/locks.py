@@ -125,25 +125,38 @@ def uv():
     return found
 
 
-def released_at(package, release, timeout=30):
-    """When PyPI received the last file of `package` `release` (UTC), from its simple index's JSON form (PEP 691, upload
-    times of PEP 700); None where PyPI has no such release; LockError where PyPI cannot be asked."""
+def simple_index(package, what, timeout=30):
+    """`package`'s page of PyPI's simple index in its JSON form (PEP 691, with the upload times and versions of PEP
+    700); None where PyPI has no such package; LockError, saying `what` was asked, where PyPI cannot be asked."""
     url = PYPI_SIMPLE.format(package=normalized(package))
     request = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            index = json.load(response)
+            return json.load(response)
     except urllib.error.HTTPError as error:
         if error.code == 404:
             return None
         raise LockError("PyPI answered {} for {}".format(error.code, url)) from None
     except (OSError, ValueError) as error:
-        raise LockError("could not ask PyPI when {} {} was released ({}): {}".format(package, release, url, error)) from None
+        raise LockError("could not ask PyPI {} ({}): {}".format(what, url, error)) from None
+
+
+def released_at(package, release, timeout=30):
+    """When PyPI received the last file of `package` `release` (UTC); None where PyPI has no such release; LockError
+    where PyPI cannot be asked."""
+    index = simple_index(package, "when {} {} was released".format(package, release), timeout) or {}
     times = [f["upload-time"][:19] for f in index.get("files", []) if f.get("upload-time") and
              file_release(f["filename"]) == release]
     if not times:
         return None
     return datetime.datetime.strptime(max(times), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+
+
+def releases_on_index(package, timeout=30):
+    """The releases of `package` that PyPI offers, each with a file not yanked, in no set order; [] where PyPI has no
+    such package; LockError where PyPI cannot be asked."""
+    index = simple_index(package, "for the releases of {}".format(package), timeout) or {}
+    return sorted({file_release(f["filename"]) for f in index.get("files", []) if not f.get("yanked")})
 
 
 def file_release(filename):

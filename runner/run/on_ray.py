@@ -590,7 +590,7 @@ def run_on_node(spec, placements):
             datasets.download(datasets.REMOTE_FILES[dataset])
         watched = machine_probe.watching()
         outcome = execution.run_notebook(catalog.REPO / spec["notebook"], output, spec["kernel"], parameters, work,
-                                         spec["timeout"], show_output=False)
+                                         spec["timeout"], show_output=False, extra_env=spec.get("kernel_env"))
         kernel_log = run_folder.kernel_log_path(work, output.stem)
         return {"status": outcome.status, "error": outcome.error, "elapsed": round(time.time() - started, 3),
                 "ceiling": node_ceiling, "code": spec["code"], "starts": outcome.record_fields(),
@@ -674,7 +674,7 @@ def run_jobs(cluster, jobs, run_dir, profile, parameters_of, timeout, device, th
         expected = {path: digest for path, digest in code.items() if not path.endswith(".ipynb") or path == notebook}
         spec = {"stem": named(job, kind), "task": job.task, "notebook": notebook, "code": fingerprint,
                 "kernel": job.environment.kernel_name, "parameters": dict(parameters_of(job), threads=threads),
-                "timeout": timeout, "threads": threads, "file_stem": job.stem}
+                "timeout": timeout, "threads": threads, "file_stem": job.stem, "kernel_env": dict(job.kernel_env)}
         reference = task.options(max_retries=RETRIES, retry_exceptions=False, **resources).remote(
             "run_on_node", expected, archive, spec, placements)
         pending[reference] = (job, folder, kind, time.time(), resources)

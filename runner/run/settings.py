@@ -27,6 +27,7 @@ class RunSettings:
     compile_modes: Optional[list]
     sweep: Optional[tuple]  # (hyperparameter, values)
     repeat: int = 1  # rounds: every job runs once per round, each round in its own seeded order
+    kernel_envs: tuple = ()  # --kernel-env: [variable, value] settings, each job's row once more with it set
     results: Optional[Path] = None  # the folder new run folders go in
     resume: Optional[Path] = None  # the run folder to finish, or None for a new run
     setup: bool = True  # build missing environments (False: --no-setup, fail instead)
@@ -41,7 +42,7 @@ class RunSettings:
 
     # what the run file stores and --resume takes back (runner/run_folder.py RUN_FILE)
     STORED = ("frameworks", "tasks", "profile", "data", "device", "threads", "seed", "overrides", "timeout",
-              "no_equivalence", "precisions", "compile_modes", "sweep", "repeat")
+              "no_equivalence", "precisions", "compile_modes", "sweep", "repeat", "kernel_envs")
 
     def stored(self):
         """The settings the run file keeps, as JSON-ready values."""
