@@ -13,6 +13,7 @@ from notebook_runs import NotebookRuns
 from runner import catalog
 from runner.checks import verdict_cache
 from runner.run import ceiling, environments, for_tests, interpreters
+from runner.run.browser import find_browser
 
 # Runs of fixture notebooks leave the machine's ceiling unmeasured (tests/test_ceiling.py measures it for real)
 os.environ.setdefault(ceiling.SKIP_VARIABLE, "1")
@@ -144,3 +145,23 @@ def fixture_catalog(monkeypatch):
         pytest.fail("the runner environment is not built: run `python3 run_all.py setup runner`")
     monkeypatch.setattr(catalog, "NOTEBOOKS", FIXTURES)
     monkeypatch.setattr(catalog, "FRAMEWORKS", FIXTURE_FRAMEWORKS)
+
+
+# Debian's Chromium, headless, for the pages' browser tests
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium driven by Playwright, one per test module (tests/test_browser.py, test_site.py)."""
+    chromium = find_browser()
+    if chromium is None:
+        pytest.fail("no Chromium: `python3 run_all.py test` installs Debian's chromium when run as root; "
+                    "elsewhere install it or set ROSETTA_CHROMIUM")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+        yield instance
+        instance.close()

@@ -17,24 +17,6 @@ import pytest
 from common import concepts, tasks
 from runner import catalog
 from runner.report import rosetta_pages, table
-from runner.run.browser import find_browser
-
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    chromium = find_browser()
-    if chromium is None:
-        pytest.fail("no Chromium: `python3 run_all.py test` installs Debian's chromium when run as root; "
-                    "elsewhere install it or set ROSETTA_CHROMIUM")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
-        yield instance
-        instance.close()
 
 
 def open_page(browser, path, width=1600, height=1000):

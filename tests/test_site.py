@@ -26,12 +26,11 @@ from urllib.request import urlopen
 
 import pytest
 import yaml
-from test_browser import CHROMIUM_ARGS, PAGE_SCROLLS, broken_links, open_page, screenshot
+from test_browser import PAGE_SCROLLS, broken_links, open_page, screenshot
 
 from common import environment, results, tasks
 from runner import catalog, cli, run_folder
 from runner.report import reference, run_report, site
-from runner.run.browser import find_browser
 
 WORKFLOW = catalog.REPO / ".github" / "workflows" / "pages.yml"
 PREFIX = "/dl-rosetta-stone/"  # the sub-path the site is served under, as GitHub Pages serves a project's site
@@ -255,20 +254,6 @@ def served(built):
     server.server_close()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    chromium = find_browser()
-    if chromium is None:
-        pytest.fail("no Chromium: `python3 run_all.py test` installs Debian's chromium when run as root; "
-                    "elsewhere install it or set ROSETTA_CHROMIUM")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
-        yield instance
-        instance.close()
-
-
 class Targets(object):
     """What the server answers for each address, and the ids of each HTML page, each asked once."""
 
@@ -288,8 +273,11 @@ class Targets(object):
         return self.status[url]
 
 
-def test_a_crawler_from_the_front_page_under_a_sub_path_finds_no_broken_link(browser, served, built):
-    started, targets = time.monotonic(), Targets()
+def crawl(browser, served):
+    """Follow every internal link from the front page at `served` in Chromium: (pages seen, notebook pages, broken
+    links, console errors, addresses outside the site that a page asked for). A notebook page must show its facts box
+    and its outputs."""
+    targets = Targets()
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     errors, outside = [], []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -330,12 +318,48 @@ def test_a_crawler_from_the_front_page_under_a_sub_path_finds_no_broken_link(bro
             elif address.endswith((".html", "/")) and address not in seen:
                 seen.add(address)
                 queue.append(address)
+    page.close()
+    return seen, notebooks, broken, errors, outside
+
+
+def test_a_crawler_from_the_front_page_under_a_sub_path_finds_no_broken_link(browser, served, built):
+    started = time.monotonic()
+    seen, notebooks, broken, errors, outside = crawl(browser, served)
     assert broken == [] and errors == [] and outside == []
     expected = {"notebooks/{}.html".format(stem) for stem in stems()}
     assert {urlparse(url).path[len(PREFIX):] for url in notebooks} == expected
     assert {"{}{}".format(served, path) for path in ("results/index.html", "rosetta/index.html", "readme.html",
                                                      "docs/commands.html")} <= seen
     print("crawled {} pages from {} in {:.1f} s".format(len(seen), served, time.monotonic() - started))
+
+
+@pytest.fixture(scope="module")
+def reference_served(tmp_path_factory):
+    """The site of the committed reference run (docs/reference/), built as the Pages workflow builds it and served
+    under PREFIX; its base address and the executed notebooks' stems the reference holds."""
+    if not (reference.REFERENCE_DIR / reference.KEPT_FILE).is_file():
+        pytest.fail("no reference run in {}: `{}` keeps one".format(reference.REFERENCE_DIR, reference.KEEP_COMMAND))
+    out = tmp_path_factory.mktemp("reference-site") / "site"
+    site.build(reference.REFERENCE_DIR, out)
+    server = Server(("127.0.0.1", 0), functools.partial(UnderPrefix, directory=str(out)))
+    server.timeout = 5
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield "http://127.0.0.1:{}{}".format(server.server_address[1], PREFIX), sorted(
+        path.stem for path in reference.REFERENCE_DIR.glob("*.ipynb"))
+    server.shutdown()
+    thread.join(timeout=10)
+    server.server_close()
+
+
+def test_the_reference_run_s_site_has_every_executed_notebook_with_outputs_and_no_broken_link(browser,
+                                                                                                reference_served):
+    """The site a clean clone builds (`python3 run_all.py site`): real executed notebooks of every framework."""
+    served, kept_stems = reference_served
+    seen, notebooks, broken, errors, outside = crawl(browser, served)
+    assert broken == [] and errors == [] and outside == []
+    assert len(kept_stems) >= 50  # every framework's notebooks of every task, and the compiled inference rows
+    assert sorted(urlparse(url).path[len(PREFIX) + len("notebooks/"):-len(".html")] for url in notebooks) == kept_stems
 
 
 SIZES = [(1440, 900), (390, 844)]

@@ -93,13 +93,16 @@ def small_output(output):
     return output
 
 
-def small_notebook(text):
-    """An executed notebook's JSON with its outputs kept small and its widget state left out, as nbformat writes it."""
+def small_notebook(text, run_dir=None):
+    """An executed notebook's JSON with its outputs kept small and its widget state left out, as nbformat writes it;
+    the run folder's path on the machine that ran it (`run_dir`), in the parameters papermill injected, made relative."""
     notebook = json.loads(text)
     notebook.get("metadata", {}).pop("widgets", None)
     for cell in notebook.get("cells", []):
         if cell.get("cell_type") == "code":
             cell["outputs"] = [small_output(output) for output in cell.get("outputs") or []]
+            if run_dir is not None and "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+                cell["source"] = _text(cell["source"]).replace(str(Path(run_dir).resolve()) + "/", "")
     return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -142,7 +145,7 @@ def keep(run_dir, target=REFERENCE_DIR):
             shutil.copyfile(str(source), str(path))
             continue
         try:
-            path.write_text(small_notebook(source.read_text(encoding="utf-8")), encoding="utf-8")
+            path.write_text(small_notebook(source.read_text(encoding="utf-8"), run_dir), encoding="utf-8")
         except ValueError:  # a notebook cut short (a full disk): the site would give it no page, the reference skips it
             continue
     (target / KEPT_FILE).write_text(json.dumps({"run": kept.get("run") or run_dir.name, "commit": commit},
