@@ -183,8 +183,9 @@ def plan_lines(framework, task, releases, repeat, profile):
                  framework.label, framework.package, task, profile, repeat, "s" if repeat > 1 else "", len(releases),
                  releases[0], releases[-1]),
              "[bisect]   " + ", ".join(r + (" (built)" if r in built else "") for r in releases),
-             "[bisect] at most {} step{} of three releases, each one run; up to {} environment{} to build".format(
-                 steps, "s" if steps > 1 else "", to_build, "" if to_build == 1 else "s")
+             "[bisect] at most {} step{}, each one run of {} releases; up to {} environment{} to build".format(
+                 steps, "s" if steps > 1 else "", "three" if len(releases) > 2 else "the two", to_build,
+                 "" if to_build == 1 else "s")
              + (", about {:.1f} GB each ({}), {:.1f} GB in all; {:.0f} GB free".format(
                  size, measured_on, size * to_build, free) if size else "; {:.0f} GB free".format(free))]
     return lines

@@ -217,7 +217,7 @@ def test_the_whole_command_finds_the_step_and_names_the_packages_that_differ(tmp
     assert status == 0
     text = "\n".join(said)
     assert said[0].startswith("[bisect] JAX (jax on PyPI) on cnn, profile quick, 3 rounds a release: 8 releases")
-    assert "at most 3 steps of three releases" in said[2]
+    assert "at most 3 steps, each one run of three releases" in said[2]
     assert "[bisect] each release with its own defaults: XLA_FLAGS= (set XLA_FLAGS to choose otherwise)" in said
     assert "XLA_FLAGS" not in os.environ
     assert len(argvs) <= 3 and all(a[:2] == ["run", "-f"] and "--no-equivalence" in a for a in argvs)
