@@ -190,7 +190,7 @@ def speed_settings(task, dev):
     flags = os.environ.get("XLA_FLAGS", "")
     kernels = "XLA: cuDNN convolutions, cuBLAS matrix products" if on_gpu else "XLA's CPU backend, XLA_FLAGS {}".format(
         flags or "empty (XLA's defaults)")
-    autotune = "xla_gpu_autotune_level=0" not in os.environ.get("XLA_FLAGS", "") if on_gpu else None
+    autotune = "xla_gpu_autotune_level=0" not in flags if on_gpu else None
     return results.speed_settings(task, layout="NHWC", compiler="XLA: jax.jit", kernels=kernels, autotune=autotune,
                                   threads=environment.usable_cores(), precision=variants.precision_setting(
                                       chosen["computed_precision"], "Flax layers' dtype, float32 weights"))

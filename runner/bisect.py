@@ -25,7 +25,7 @@ from typing import Optional
 from common import tasks
 from runner import catalog
 from runner.report import intervals, table
-from runner.run import locks
+from runner.run import environments, locks
 
 DEFAULT_REPEAT = 3
 DEFAULT_PROFILE = "quick"
@@ -196,27 +196,21 @@ def environment_size(framework):
     release environment (or its base environment) takes it; (None, None) where none is built."""
     base = framework.environment or catalog.ENVIRONMENTS[framework.release_on]
     built = [env.path for env in catalog.release_environments() if env.base == base.name] + [base.path]
-    sizes = [(folder_size(path), path.name) for path in built if path.is_dir()]
+    sizes = [(environments.disk_size(path), path.name) for path in built if path.is_dir()]
     if not sizes:
         return None, None
     size, name = max(sizes)
     return size / 1e9, "as .envs/{}".format(name)
 
 
-def folder_size(path):
-    """Bytes of the files under `path`, links not followed."""
-    return sum(p.lstat().st_size for p in Path(path).rglob("*") if p.is_file() and not p.is_symlink())
-
-
 def measured_in(run_dir, framework, task, releases):
-    """{release: Measured} of a finished run folder: each release's row of `task` (default precision and compile
-    mode; Keras at a release is its jax variant alone), or why it has no figure."""
+    """{release: Measured} of a finished run folder: each release's default row of `task` (Keras at a release is its
+    jax variant alone), or why it has no figure."""
     records, _ = table.read_records(run_dir)
     found = {}
     for record in records:
         release = record.get("release")
-        if record.get("task") != task or release not in releases or record.get("sweep") or (
-                record.get("precision") or "auto") != "auto" or (record.get("compile") or "default") != "default":
+        if record.get("task") != task or release not in releases or not table.is_default(table.row(record)):
             continue
         samples, kind = table.comparison_samples(record)
         if samples:
@@ -226,16 +220,6 @@ def measured_in(run_dir, framework, task, releases):
     return {r: found.get(r) or Measured(r, reason="no record in {}".format(run_dir)) for r in releases}
 
 
-def lock_packages(lock):
-    """{package: version} of a lock file."""
-    pins = {}
-    for line in Path(lock).read_text().splitlines():
-        match = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==(\S+)", line)
-        if match:
-            pins[locks.normalized(match.group(1))] = match.group(3)
-    return pins
-
-
 def lock_differences(framework, good, bad):
     """Lines naming the packages whose versions differ between the locks of `framework` at `good` and at `bad`."""
     paths = [locks.lock_path(catalog.framework(framework.key + catalog.RELEASE_MARK + r).environment.requirements)
@@ -243,7 +227,7 @@ def lock_differences(framework, good, bad):
     missing = [str(locks.shown(p)) for p in paths if not p.exists()]
     if missing:
         return ["(no lock to compare: {})".format(", ".join(missing))]
-    old, new = lock_packages(paths[0]), lock_packages(paths[1])
+    old, new = ({locks.normalized(name): version for name, version in locks.packages(path).items()} for path in paths)
     lines = ["{} {} → {}".format(name, old.get(name, "(none)"), new.get(name, "(none)"))
              for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
     return lines or ["(the two locks pin the same versions)"]

@@ -244,7 +244,8 @@ class Job:
 
     @property
     def is_default(self) -> bool:
-        """True for the run the notebook does unless told otherwise: default precision and compile mode, no sweep."""
+        """True for the run the notebook does unless told otherwise: default precision and compile mode, no sweep, no
+        kernel variable."""
         return (self.precision, self.compile_mode) == variants.DEFAULT and not self.sweep and not self.kernel_env
 
     @property

@@ -459,11 +459,9 @@ class Site(object):
     def grid_entry(self, framework, record, stem):
         """One run in a cell of the grid: its notebook (named by what sets it apart from the framework's own row: its
         variant, release, precision), status and result."""
-        name = results.row_label(record)  # 'Keras (tensorflow) · compiled' -> 'tensorflow · compiled'
-        name = (name[len(framework.label):] if name.startswith(framework.label) else name).strip()
-        if name.startswith("(") and ")" in name:
-            name = name[1:name.index(")")] + name[name.index(")") + 1:]
-        name = name.strip(" \u00b7") or "notebook"
+        apart = " ".join(filter(None, [record.get("release"), record.get("variant")]))  # 'tensorflow · compiled'
+        name = results.label(apart, None, record.get("precision"), record.get("compile"), record.get("sweep"),
+                             record.get("kernel_env")).strip(" \u00b7") or "notebook"
         if stem in self.executed:
             shown = '<a href="notebooks/{}.html">{}</a>'.format(html.escape(stem), html.escape(name))
         else:

@@ -45,7 +45,8 @@ def read_records(run_dir):
 
 
 def row_identity(record):
-    """What names a row across rounds: its task, framework, variant, precision, compile mode and swept value."""
+    """What names a row across rounds: its task, framework, variant, precision, compile mode, swept value and kernel
+    variables (--kernel-env)."""
     return (record["task"], record["framework"], record.get("variant"), record.get("precision") or "auto",
             record.get("compile") or "default", tuple(sorted((record.get("sweep") or {}).items())),
             tuple(sorted((record.get("kernel_env") or {}).items())))
@@ -438,15 +439,15 @@ def flat_rows(records, checks=None):
 # Cell texts
 
 def label(r):
-    """A row's name: the framework with its variant, precision, compile mode and swept value where they are not the
-    default, e.g. 'Keras (jax)', 'PyTorch · bf16 · compiled' (common.results.label of the row)."""
+    """A row's name: the framework with its variant, precision, compile mode, swept value and kernel variables where
+    they are not the default, e.g. 'Keras (jax)', 'PyTorch · bf16 · compiled' (common.results.label of the row)."""
     sweep = {r["sweep_key"]: r["sweep_value"]} if r.get("sweep_key") else None
     return results.label(r["framework"], r.get("variant"), r.get("precision"), r.get("compile_mode"), sweep,
                          r.get("kernel_env"))
 
 
 def is_default(r):
-    """True for a row of the notebook as it stands: default precision and compile mode, no sweep."""
+    """True for a row of the notebook as it stands: default precision and compile mode, no sweep, no kernel variable."""
     return ((r.get("precision") or "auto", r.get("compile_mode") or "default") == variants.DEFAULT
             and not r.get("sweep_key") and not r.get("kernel_env"))
 
